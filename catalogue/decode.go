@@ -1,0 +1,243 @@
+package catalogue
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"meshc/internal/suggest"
+)
+
+// RuleYAML is the rule id of every structural finding the loader makes: unreadable YAML,
+// unknown keys, wrong types.
+const RuleYAML = "yaml"
+
+// nodeBudget bounds how many YAML nodes one file may expand to. A manifest is tens of nodes; a
+// "billion laughs" file of nested aliases is small on disk and expands without bound, so the
+// walker counts every node it visits through an alias and stops with one finding.
+const nodeBudget = 100_000
+
+// decoder walks one file's YAML node tree into the model, recording a finding for every
+// structural fault instead of stopping at the first, so a user fixes a file in one pass.
+type decoder struct {
+	file     string
+	findings *Findings
+	budget   int
+	// blown is set once the node budget is spent; everything after is skipped.
+	blown bool
+}
+
+func newDecoder(file string, findings *Findings) *decoder {
+	return &decoder{file: file, findings: findings, budget: nodeBudget}
+}
+
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+
+func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
+	*d.findings = append(*d.findings, Finding{
+		Pos: d.pos(n), Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
+	})
+}
+
+// resolve follows aliases and spends the node budget. It returns nil once the budget is gone.
+func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
+	if d.blown {
+		return nil
+	}
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	d.budget--
+	if d.budget < 0 {
+		d.blown = true
+		d.fail(n, "this file expands to more than %d values through its aliases (&anchor/*alias); "+
+			"write the values out instead of nesting aliases", nodeBudget)
+		return nil
+	}
+	return n
+}
+
+// field decodes the value of one known key.
+type field func(key, value *yaml.Node)
+
+// mapping walks a mapping node, calling the decoder of each known key. An unknown key is a
+// finding with the nearest known key as a hint; a repeated key is a finding naming the first.
+func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) {
+	if n = d.resolve(n); n == nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		if isNull(n) {
+			return
+		}
+		d.fail(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
+		return
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i], n.Content[i+1]
+		if key = d.resolve(key); key == nil {
+			return
+		}
+		if key.Kind != yaml.ScalarNode {
+			d.fail(key, "a key in %s must be a plain word, not %s", what, describe(key))
+			continue
+		}
+		if key.Tag == "!!merge" {
+			d.fail(key, "merge keys (<<) are not read in a catalogue; write the keys of %s out", what)
+			continue
+		}
+		if first, ok := seen[key.Value]; ok {
+			d.fail(key, "%q is set twice in %s (first at line %d); keep one", key.Value, what, first.Line)
+			continue
+		}
+		seen[key.Value] = key
+		decode, ok := fields[key.Value]
+		if !ok {
+			d.unknownKey(key, what, fields)
+			continue
+		}
+		decode(key, value)
+	}
+}
+
+func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]field) {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	if near := suggest.Closest(key.Value, known); near != "" {
+		d.fail(key, "unknown key %q in %s; did you mean %q?", key.Value, what, near)
+		return
+	}
+	d.fail(key, "unknown key %q in %s; the keys are: %s", key.Value, what, strings.Join(known, ", "))
+}
+
+// text decodes a string scalar. Numbers and booleans are refused rather than turned into text:
+// `name: true` is far more often a mistake than a module called "true".
+func (d *decoder) text(n *yaml.Node, what string) (Text, bool) {
+	if n = d.resolve(n); n == nil {
+		return Text{}, false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		d.fail(n, "%s must be a string, not %s%s", what, describe(n), quoteHint(n))
+		return Text{}, false
+	}
+	return Text{Value: n.Value, Pos: d.pos(n)}, true
+}
+
+// texts decodes a list of strings. A single string where a list belongs is refused with the fix,
+// because `emits: built` silently meaning `[built]` would hide a misplaced key.
+func (d *decoder) texts(n *yaml.Node, what string) []Text {
+	if n = d.resolve(n); n == nil {
+		return nil
+	}
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		hint := ""
+		if n.Kind == yaml.ScalarNode {
+			hint = fmt.Sprintf("; write [%s]", n.Value)
+		}
+		d.fail(n, "%s must be a list, not %s%s", what, describe(n), hint)
+		return nil
+	}
+	out := make([]Text, 0, len(n.Content))
+	for _, item := range n.Content {
+		if t, ok := d.text(item, "each entry of "+what); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (d *decoder) boolean(n *yaml.Node, what string) bool {
+	if n = d.resolve(n); n == nil {
+		return false
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		d.fail(n, "%s must be true or false, not %s", what, describe(n))
+		return false
+	}
+	return n.Value == "true"
+}
+
+func (d *decoder) integer(n *yaml.Node, what string, least int64) int64 {
+	if n = d.resolve(n); n == nil {
+		return 0
+	}
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
+		d.fail(n, "%s must be a whole number, not %s", what, describe(n))
+		return 0
+	}
+	if v < least {
+		d.fail(n, "%s must be at least %d, not %d", what, least, v)
+		return 0
+	}
+	return v
+}
+
+func (d *decoder) duration(n *yaml.Node, what string) time.Duration {
+	t, ok := d.text(n, what)
+	if !ok {
+		return 0
+	}
+	v, err := time.ParseDuration(t.Value)
+	if err != nil || v <= 0 {
+		d.fail(n, "%s must be a positive duration such as 90s, 10m or 720h, not %q", what, t.Value)
+		return 0
+	}
+	return v
+}
+
+// list walks a sequence, calling each for every item.
+func (d *decoder) list(n *yaml.Node, what string, each func(*yaml.Node)) {
+	if n = d.resolve(n); n == nil || isNull(n) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, "%s must be a list, not %s", what, describe(n))
+		return
+	}
+	for _, item := range n.Content {
+		each(item)
+	}
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// describe names what a node is, in words a manifest's author uses.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
+		case "!!null":
+			return "nothing"
+		}
+		return fmt.Sprintf("%q (%s)", n.Value, strings.TrimPrefix(n.Tag, "!!"))
+	}
+	return "an unexpected value"
+}
+
+func quoteHint(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		return fmt.Sprintf("; quote it (\"%s\") if that is the name you mean", n.Value)
+	}
+	return ""
+}

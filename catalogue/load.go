@@ -1,0 +1,261 @@
+package catalogue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxFileSize bounds every catalogue file. A manifest is a few kilobytes; a file many megabytes
+// long is a mistake (a build artifact under modules/, say), and parsing it would only make
+// pre-commit hang before saying so.
+const MaxFileSize = 4 << 20
+
+// The files of a catalogue, relative to its directory (SPEC §1).
+const (
+	MeshFile        = "mesh.yaml"
+	ModulesDir      = "modules"
+	InventoryFile   = "inventory.yaml"
+	CredentialsFile = "credentials.yaml"
+)
+
+// NotACatalogue is the error Load returns when DIR cannot be read as a catalogue at all: it has
+// no mesh.yaml, or it cannot be read. Everything wrong inside a catalogue is a finding instead.
+type NotACatalogue struct {
+	Dir    string
+	Reason string
+}
+
+func (e *NotACatalogue) Error() string {
+	return fmt.Sprintf("%s is not a catalogue: %s", e.Dir, e.Reason)
+}
+
+// Load reads the catalogue in dir. Structural faults in its files are findings (rule "yaml"),
+// and the model holds whatever could be read around them. The error is non-nil only when dir is
+// not a catalogue at all (*NotACatalogue) — meshc's exit 2 rather than a finding's exit 1.
+func Load(dir string) (*Catalogue, Findings, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: plainError(err)}
+	}
+	if !info.IsDir() {
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: "it is a file; give the directory that holds mesh.yaml"}
+	}
+	if _, err := os.Stat(filepath.Join(dir, MeshFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, &NotACatalogue{Dir: dir, Reason: "it has no mesh.yaml; run meshc in the directory that holds mesh.yaml, or name it"}
+		}
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: plainError(err)}
+	}
+
+	c := &Catalogue{Dir: dir}
+	var findings Findings
+
+	c.Mesh = &Mesh{File: MeshFile}
+	if doc := readDocument(dir, MeshFile, &findings); doc != nil {
+		newDecoder(MeshFile, &findings).mesh(doc, c.Mesh)
+	}
+
+	manifests, err := manifestFiles(dir, &findings)
+	if err != nil {
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: err.Error()}
+	}
+	c.Modules = loadModules(dir, manifests, &findings)
+
+	if exists(dir, InventoryFile) {
+		c.Inventory = &Inventory{File: InventoryFile}
+		if doc := readDocument(dir, InventoryFile, &findings); doc != nil {
+			newDecoder(InventoryFile, &findings).inventory(doc, c.Inventory)
+		}
+	}
+	if exists(dir, CredentialsFile) {
+		c.Credentials = &Credentials{File: CredentialsFile, Hashes: map[string]Text{}}
+		if doc := readDocument(dir, CredentialsFile, &findings); doc != nil {
+			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
+		}
+	}
+	return c, findings.Sorted(), nil
+}
+
+// loadModules reads the manifests in parallel — parsing YAML is nearly all of a large
+// catalogue's cost — and returns them in path order whatever order they finished in.
+func loadModules(dir string, files []string, findings *Findings) []*Module {
+	type result struct {
+		module   *Module
+		findings Findings
+	}
+	results := make([]result, len(files))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range max(1, min(len(files), 8)) {
+		wg.Go(func() {
+			for i := range next {
+				var fs Findings
+				if doc := readDocument(dir, files[i], &fs); doc != nil {
+					m := &Module{File: files[i]}
+					newDecoder(files[i], &fs).module(doc, m)
+					results[i].module = m
+				}
+				results[i].findings = fs
+			}
+		})
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	modules := make([]*Module, 0, len(files))
+	for _, r := range results {
+		*findings = append(*findings, r.findings...)
+		if r.module != nil {
+			modules = append(modules, r.module)
+		}
+	}
+	return modules
+}
+
+// manifestFiles lists modules/**/*.yaml in path order. A .yml file is reported rather than read
+// or skipped in silence: its author expects it to count.
+func manifestFiles(dir string, findings *Findings) ([]string, error) {
+	root := filepath.Join(dir, ModulesDir)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		*findings = append(*findings, Finding{
+			Pos: Pos{File: MeshFile}, Rule: RuleYAML, Severity: Error,
+			Message: "the catalogue has no modules/ directory; put one manifest per module in modules/<module>.yaml",
+		})
+		return nil, nil
+	}
+	var files []string
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading %s: %s", p, plainError(err))
+		}
+		if e.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		switch path.Ext(rel) {
+		case ".yaml":
+			files = append(files, rel)
+		case ".yml":
+			*findings = append(*findings, Finding{
+				Pos: Pos{File: rel}, Rule: RuleYAML, Severity: Error,
+				Message: "manifests end in .yaml, so this file is not read; rename it to " +
+					strings.TrimSuffix(rel, ".yml") + ".yaml",
+			})
+		}
+		return nil
+	})
+	slices.Sort(files)
+	return files, err
+}
+
+// readDocument reads one file and parses its single YAML document. Every way a file can fail to
+// be a document — unreadable, too large, not UTF-8, empty, not YAML, two documents — is one
+// finding, and nil is returned.
+func readDocument(dir, rel string, findings *Findings) *yaml.Node {
+	fail := func(line int, format string, args ...any) *yaml.Node {
+		*findings = append(*findings, Finding{
+			Pos: Pos{File: rel, Line: line}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
+		})
+		return nil
+	}
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		return fail(0, "cannot be read: %s", plainError(err))
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && !info.Mode().IsRegular() {
+		return fail(0, "is not a regular file; a catalogue file holds one YAML document")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return fail(0, "cannot be read: %s", plainError(err))
+	}
+	if len(data) > MaxFileSize {
+		return fail(0, "is larger than %d MiB; a catalogue file is a few kilobytes of YAML — is this file in the wrong place?", MaxFileSize>>20)
+	}
+	if !utf8.Valid(data) {
+		return fail(lineOfInvalidUTF8(data), "is not valid UTF-8; save it as UTF-8")
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return fail(0, "is empty; write its YAML, or delete it")
+	}
+
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fail(0, "holds only comments; write its YAML, or delete it")
+		}
+		line, msg := yamlErrorLine(err)
+		return fail(line, "is not valid YAML: %s", msg)
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		return fail(second.Line, "holds a second YAML document (after ---); a catalogue file holds one")
+	} else if !errors.Is(err, io.EOF) {
+		line, msg := yamlErrorLine(err)
+		return fail(line, "is not valid YAML: %s", msg)
+	}
+	if len(doc.Content) == 0 {
+		return fail(0, "is empty; write its YAML, or delete it")
+	}
+	return doc.Content[0]
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlErrorLine pulls the line out of a yaml.v3 error, whose errors are text.
+func yamlErrorLine(err error) (int, string) {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+func lineOfInvalidUTF8(data []byte) int {
+	line := 1
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		if r == utf8.RuneError && size <= 1 {
+			return line
+		}
+		if r == '\n' {
+			line++
+		}
+		data = data[size:]
+	}
+	return line
+}
+
+func exists(dir, rel string) bool {
+	_, err := os.Lstat(filepath.Join(dir, rel))
+	return err == nil
+}
+
+// plainError drops the path an *fs.PathError repeats, since findings already name the file.
+func plainError(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,169 @@
+// Package catalogue loads a mesh's catalogue — mesh.yaml, modules/**/*.yaml, inventory.yaml and
+// credentials.yaml — into one model, strictly, with the position of every value.
+//
+// It judges structure only: unknown keys, wrong types, unreadable files. Whether a value is a
+// good name, or agrees with the rest of the catalogue, is package lint's business, because one
+// bad value gets one finding from the most specific rule, and only lint sees every rule.
+//
+// Nothing here imports another meshc package: everything else reads this model.
+package catalogue
+
+import "time"
+
+// Text is a scalar value from a catalogue file, with where it was written.
+type Text struct {
+	Value string
+	Pos   Pos
+}
+
+func (t Text) String() string { return t.Value }
+
+// Catalogue is everything meshc reads, as loaded.
+type Catalogue struct {
+	// Dir is the catalogue's directory as given on the command line.
+	Dir string
+	// Mesh is mesh.yaml. Never nil after a successful Load.
+	Mesh *Mesh
+	// Modules are the manifests, in path order.
+	Modules []*Module
+	// Inventory is inventory.yaml; nil when the catalogue has none.
+	Inventory *Inventory
+	// Credentials is credentials.yaml; nil when the catalogue has none (and then nobody is told
+	// a hash is missing: SPEC §3, credential-missing).
+	Credentials *Credentials
+}
+
+// Mesh is mesh.yaml: the mesh itself.
+type Mesh struct {
+	File string
+	// Name is the NATS account the users live in.
+	Name       Text
+	Roles      []*Seat
+	Controller Controller
+	// Aliases are seat renames, old to new, in file order.
+	Aliases     []Alias
+	SharedNames []Text
+	Streams     Streams
+}
+
+// Controller is the control plane's own side of the mesh: it files no manifest, so which roles
+// it submits work to and which events it follows have to be stated.
+type Controller struct {
+	Submits []Text
+	Follows []Text
+}
+
+// Alias is one seat rename: a manifest written against Old means New.
+type Alias struct {
+	Old, New Text
+}
+
+// Streams holds the settings of the mesh's streams. Their subjects are derived, never written.
+type Streams struct {
+	Events, Control, Nodes, Seats StreamSettings
+}
+
+// StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the server's
+// default (or, for Replicas, 1).
+type StreamSettings struct {
+	Pos               Pos
+	Replicas          int
+	MaxAge            time.Duration
+	MaxBytes          int64
+	MaxMsgsPerSubject int64
+	// Storage is "file" or "memory"; empty means file.
+	Storage Text
+	// AckWait applies to the consumers on this stream.
+	AckWait time.Duration
+}
+
+// Seat is a role something holds: declared by a module, or by the mesh itself (a role).
+type Seat struct {
+	Name Text
+	// Scope is "mesh" (one holder per mesh) or "node" (one holder per machine).
+	Scope Text
+	// Delivers is the interface its holder must provide; empty when it promises none.
+	Delivers Text
+	// Accepts are the kinds of work that may be submitted to it.
+	Accepts []Text
+	// Emits are the events the seat announces, whoever holds it.
+	Emits []Text
+	// Declarer is the module that declared the seat, or nil for a role in mesh.yaml.
+	Declarer *Module
+}
+
+// Role reports whether the seat is one of the mesh's own, declared in mesh.yaml.
+func (s *Seat) Role() bool { return s.Declarer == nil }
+
+// Marker reports whether the seat promises nothing: it only says which module is, for
+// instance, this machine's packet filter. Valid, and common among node-scoped seats.
+func (s *Seat) Marker() bool {
+	return s.Delivers.Value == "" && len(s.Accepts) == 0 && len(s.Emits) == 0
+}
+
+// Module is one manifest.
+type Module struct {
+	File        string
+	Name        Text
+	Description Text
+	Provides    []Text
+	Requires    []Text
+	// Emits are local event names: never a subject, never prefixed with the module.
+	Emits []Text
+	// Consumes are EMITTER.EVENT names, EMITTER a module or a seat, with a final ** allowed.
+	Consumes []Text
+	Tools    []Text
+	// Calls are MODULE.TOOL names.
+	Calls  []Text
+	Seats  []*Seat
+	Claims []Text
+	Uses   []Text
+	// Files are where the mesh writes files for this module, by kind, in file order.
+	Files []FileRequest
+}
+
+// FileRequest is one entry of a module's `files`: a kind of file the mesh writes, and where.
+type FileRequest struct {
+	Kind Text
+	Path Text
+}
+
+// Inventory is inventory.yaml: the records of machines and people.
+type Inventory struct {
+	File   string
+	Nodes  []*Node
+	People []*Person
+}
+
+// Node is a machine and what it runs.
+type Node struct {
+	Name Text
+	Runs []Text
+	// Enrolling is true while the machine holds a live enrolment token.
+	Enrolling bool
+}
+
+// Person is somebody who may call tools.
+type Person struct {
+	Name Text
+	// MayCall are MODULE.TOOL names, or "*" for every tool.
+	MayCall []Text
+}
+
+// Credentials is credentials.yaml: recorded bcrypt hashes by bus username.
+type Credentials struct {
+	File string
+	// Hashes maps a username to its recorded hash.
+	Hashes map[string]Text
+	// Users are the usernames in file order, for positions.
+	Users []Text
+}
+
+// Hash returns the recorded hash for a user, and whether there is one.
+func (c *Credentials) Hash(user string) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	h, ok := c.Hashes[user]
+	return h.Value, ok
+}

@@ -1,0 +1,163 @@
+package compiler
+
+import (
+	"strings"
+
+	"meshc/catalogue"
+)
+
+// The subject space of SPEC §2. A manifest never holds a subject: every one is derived here, and
+// lint compares the same derivations, so the check and the bus cannot drift apart (the mesh once
+// had a subscription to `mesh.mod.mesh-build-machine.event.built` — a role's event derived into a
+// module's namespace — that every name-based check passed).
+
+// ModuleEvent is the subject a module's event is published on.
+func ModuleEvent(module, event string) string { return "mesh.mod." + module + ".event." + event }
+
+// SeatEvent is the subject a role's (a seat's) event is published on, whoever holds the seat.
+func SeatEvent(seat, event string) string { return "mesh.seat." + seat + ".event." + event }
+
+// Tool is the subject a module's tool is served on.
+func Tool(module, tool string) string { return "mesh.mod." + module + ".tool." + tool }
+
+// Work is the subject work of one kind is submitted to a seat on.
+func Work(seat, kind string) string { return "mesh.seat." + seat + ".accept." + kind }
+
+// SeatWork is every kind of work for one seat: its work queue's subject.
+func SeatWork(seat string) string { return "mesh.seat." + seat + ".accept.>" }
+
+// Declaration is the subject the controller tells a machine what to run on.
+func Declaration(node string) string { return "mesh.node." + node + ".declare" }
+
+// Report is the subject a machine reports how applying its declaration went on.
+func Report(node string) string { return "mesh.control.report." + node }
+
+// Heartbeat is a machine's liveness signal. Never stored: a stream of heartbeats would compete
+// for retention with the messages that matter.
+func Heartbeat(node string) string { return "mesh.control.heartbeat." + node }
+
+// Enrolment is the subject a machine holding an enrolment token asks to join on.
+func Enrolment(node string) string { return "mesh.control.enrol." + node }
+
+// Inbox is a user's private reply space. Each user's grant names its own, so an answer cannot
+// reach the wrong asker.
+func Inbox(user string) string { return "_INBOX." + user + ".>" }
+
+// DeliverNodes is where a machine's declaration consumer pushes to.
+func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }
+
+// The mesh's own streams.
+const (
+	EventsStream  = "EVENTS"
+	ControlStream = "CONTROL"
+	NodesStream   = "NODES"
+)
+
+// SeatStream is a seat's work queue: the seat name upper-cased with - as _.
+func SeatStream(seat string) string {
+	return "SEAT_" + strings.ToUpper(strings.ReplaceAll(seat, "-", "_"))
+}
+
+// ModuleConsumer is the durable name of a module's one consumer on one machine. A durable name
+// may not contain a dot, and the module's ack grant is derived from this same name, so the two
+// are built in one place.
+func ModuleConsumer(node, module string) string { return node + "_" + module }
+
+// HolderConsumer is the one consumer of a seat's work queue, shared by whoever holds the seat.
+const HolderConsumer = "holder"
+
+// The controller's own consumers on CONTROL.
+const (
+	ReportsConsumer    = "reports"
+	EnrolmentsConsumer = "enrolments"
+)
+
+// AllEvents is the consumed name for every event of every emitter: the audit logger's.
+const AllEvents = "**"
+
+// Consumed is one `consumes` (or controller `follows`) entry, resolved.
+type Consumed struct {
+	// Emitter is the module or seat named by the first token; empty for "**".
+	Emitter string
+	// Seat is true when Emitter names a seat (a role, or a seat a module declares).
+	Seat bool
+	// Renamed is true when Emitter was written with an old seat name; Emitter holds the new one.
+	Renamed bool
+	// Event is the event name after the emitter; empty when All.
+	Event string
+	// All is true for a final `**`: every event of Emitter, or of everyone.
+	All bool
+	// Subjects are the derived filter subjects.
+	Subjects []string
+}
+
+// Consume derives the subjects of a consumed name: EMITTER.EVENT, EMITTER.** or **. EMITTER is a
+// seat when the catalogue declares a seat by that name (or an alias leads to one) and a module
+// otherwise: a seat and a module never share a name (lint's name-clash).
+func Consume(ix *catalogue.Index, written string) Consumed {
+	if written == AllEvents {
+		return Consumed{All: true, Subjects: []string{"mesh.mod.*.event.>", "mesh.seat.*.event.>"}}
+	}
+	emitter, event, _ := strings.Cut(written, ".")
+	c := Consumed{Emitter: emitter, Event: event}
+	if seat, renamed := ix.SeatName(emitter); ix.Seats[seat] != nil {
+		c.Emitter, c.Seat, c.Renamed = seat, true, renamed
+	}
+	if event == AllEvents {
+		c.Event, c.All = "", true
+		event = ">"
+	}
+	if c.Seat {
+		c.Subjects = []string{SeatEvent(c.Emitter, event)}
+	} else {
+		c.Subjects = []string{ModuleEvent(c.Emitter, event)}
+	}
+	return c
+}
+
+// Call splits a MODULE.TOOL name.
+func Call(written string) (module, tool string) {
+	module, tool, _ = strings.Cut(written, ".")
+	return module, tool
+}
+
+// EveryTool is what a person's `may-call: ["*"]` means.
+const EveryTool = "*"
+
+// Emitted returns every subject a catalogue's declarations publish events on: each module's own
+// events and each declared seat's, mapped to a short description of who emits it.
+func Emitted(ix *catalogue.Index) map[string]string {
+	out := map[string]string{}
+	for _, m := range ix.Catalogue.Modules {
+		if ix.Modules[m.Name.Value] != m {
+			continue
+		}
+		for _, e := range m.Emits {
+			out[ModuleEvent(m.Name.Value, e.Value)] = m.Name.Value
+		}
+	}
+	for _, s := range ix.AllSeats() {
+		for _, e := range s.Emits {
+			out[SeatEvent(s.Name.Value, e.Value)] = s.Name.Value
+		}
+	}
+	return out
+}
+
+// Match reports whether a subject matches a filter with NATS wildcards (`*` one token, a final
+// `>` one or more).
+func Match(filter, subject string) bool {
+	for {
+		ft, frest, fmore := strings.Cut(filter, ".")
+		st, srest, smore := strings.Cut(subject, ".")
+		switch {
+		case ft == ">":
+			return true
+		case ft != "*" && ft != st:
+			return false
+		case !fmore || !smore:
+			return fmore == smore
+		}
+		filter, subject = frest, srest
+	}
+}

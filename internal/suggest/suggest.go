@@ -1,0 +1,50 @@
+// Package suggest finds the known word a mistyped one was meant to be, for "did you mean"
+// hints in findings.
+package suggest
+
+// Closest returns the candidate nearest to word, or "" when none is close enough to be a
+// plausible typo: within a third of the word's length in edits (at least one, at most three).
+// Ties go to the earlier candidate, so callers get the same hint on every run.
+func Closest(word string, candidates []string) string {
+	limit := min(max(len(word)/3, 1), 3)
+	best, bestDist := "", limit+1
+	for _, c := range candidates {
+		if c == word {
+			continue
+		}
+		if d := distance(word, c, limit); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b, or limit+1 once it is certain to exceed
+// limit (so a long list of candidates costs little).
+func distance(a, b string, limit int) int {
+	if d := len(a) - len(b); d > limit || -d > limit {
+		return limit + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
