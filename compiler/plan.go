@@ -26,11 +26,11 @@ type Plan struct {
 type UserKind string
 
 const (
-	Controller UserKind = "controller"
-	Machine    UserKind = "node"
-	ModuleUser UserKind = "module"
-	Enrolment  UserKind = "enrolment"
-	PersonUser UserKind = "person"
+	KindController UserKind = "controller"
+	KindNode       UserKind = "node"
+	KindModule     UserKind = "module"
+	KindEnrolment  UserKind = "enrolment"
+	KindPerson     UserKind = "person"
 )
 
 // User is one bus username and exactly what it may do. Permissions are derived on every compile,
