@@ -1,0 +1,430 @@
+package compiler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/catalogue"
+)
+
+// The rules only the compiled plan can check (SPEC §3).
+const (
+	RuleStreamOverlap     = "stream-overlap"
+	RuleUserDuplicate     = "user-duplicate"
+	RuleCredentialMissing = "credential-missing"
+)
+
+// ControllerUser is the control plane's username: always present, always first.
+const ControllerUser = "mesh-controller"
+
+// NodeAckWait is how long a machine has to apply a declaration and report before it is
+// redelivered: minutes on a machine pulling images, and the stream holds one message per machine,
+// so there is nothing to dead-letter, only one message to redeliver while that machine is away.
+const NodeAckWait = 5 * time.Minute
+
+// Compile derives the plan of a catalogue. It never fails on a catalogue lint has findings about:
+// what cannot be derived (a machine running a module with no manifest, a claim on a seat nobody
+// declares) is left out, and lint says why. Its own findings are the three rules that need the
+// plan: stream-overlap, user-duplicate and credential-missing.
+func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
+	c := &compilation{ix: ix, plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value}, users: map[string]catalogue.Pos{}}
+	c.controller()
+	c.machines()
+	c.people()
+	c.streams()
+	c.consumers()
+	c.credentials()
+	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
+
+	slices.SortFunc(c.plan.Streams, func(a, b Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
+	slices.SortFunc(c.plan.Consumers, func(a, b Consumer) int {
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Config.Durable, b.Config.Durable))
+	})
+	return c.plan, c.findings.Sorted()
+}
+
+type compilation struct {
+	ix       *catalogue.Index
+	plan     *Plan
+	findings catalogue.Findings
+	// users maps each username to where it was first derived from, for user-duplicate.
+	users map[string]catalogue.Pos
+}
+
+// addUser appends a user unless one by that name exists, which is refused naming both sources
+// rather than left to whichever the server happened to read last.
+func (c *compilation) addUser(u User) {
+	if first, dup := c.users[u.Name]; dup {
+		later, earlier := u.Source, first
+		if later.Compare(earlier) < 0 {
+			later, earlier = earlier, later
+		}
+		c.findings = append(c.findings, catalogue.Finding{
+			Pos: later, Rule: RuleUserDuplicate, Severity: catalogue.Error,
+			Message: fmt.Sprintf("bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name),
+			Related: []catalogue.Related{{Pos: earlier, Message: "first derived here"}},
+		})
+		return
+	}
+	c.users[u.Name] = u.Source
+	u.Publish = permission(u.Publish.Allow)
+	u.Subscribe = permission(u.Subscribe.Allow)
+	u.Hash, _ = c.ix.Catalogue.Credentials.Hash(u.Name)
+	c.plan.Users = append(c.plan.Users, u)
+}
+
+// permission makes an allow list into a permission that means exactly it: sorted, without
+// duplicates or subjects a wider one covers, and deny [">"] when it is empty — because to the
+// server an empty allow list means everything (NATS-FACTS §10).
+func permission(allow []string) Permission {
+	allow = Minimise(allow)
+	if len(allow) == 0 {
+		return Permission{Deny: []string{">"}}
+	}
+	return Permission{Allow: allow}
+}
+
+// consumerGrants are what pulling from and acknowledging one consumer takes: the pull request,
+// the info request nats.go's jetstream client makes before it consumes (without it the client
+// times out instead of reporting a permission error), and both forms of ack subject — the newer
+// `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (NATS-FACTS §6).
+func consumerGrants(stream, consumer string) []string {
+	return []string{
+		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
+		"$JS.API.CONSUMER.INFO." + stream + "." + consumer,
+		ackGrant(stream, consumer),
+		"$JS.ACK.*.*." + stream + "." + consumer + ".>",
+	}
+}
+
+func ackGrant(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
+
+func ackGrants(stream, consumer string) []string {
+	return []string{ackGrant(stream, consumer), "$JS.ACK.*.*." + stream + "." + consumer + ".>"}
+}
+
+// controller derives the control plane's user. It owns the JetStream API (it is the only writer
+// of stream and consumer definitions) and the control plane; everything else is named.
+func (c *compilation) controller() {
+	m := c.ix.Catalogue.Mesh
+	pub := []string{
+		"$JS.API.>",
+		// It tells every machine what to run.
+		"mesh.node.*.declare",
+		// It answers an enrolment at the address the request carries in its payload: a request
+		// a stream captures gets the stream's PubAck as its reply, so the transport's reply
+		// subject cannot carry the answer (NATS-FACTS §10). Nothing but an enrolling machine
+		// subscribes under this prefix, each to its own.
+		"_INBOX.enrol.*.>",
+	}
+	pub = append(pub, ackGrants(ControlStream, ReportsConsumer)...)
+	pub = append(pub, ackGrants(ControlStream, EnrolmentsConsumer)...)
+	if len(c.follows()) > 0 {
+		pub = append(pub, ackGrants(EventsStream, ControllerUser)...)
+	}
+	for _, s := range m.Controller.Submits {
+		if seat := c.ix.Seat(s.Value); seat != nil {
+			for _, k := range seat.Accepts {
+				pub = append(pub, Work(seat.Name.Value, k.Value))
+			}
+		}
+	}
+	sub := []string{
+		Inbox(ControllerUser),
+		// Heartbeats are heard live and never stored.
+		Heartbeat("*"),
+	}
+	c.addUser(User{
+		Name: ControllerUser, Kind: KindController, Source: m.Name.Pos,
+		Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: sub},
+	})
+}
+
+// follows returns the derived subjects of the controller's followed events.
+func (c *compilation) follows() []string {
+	var out []string
+	for _, f := range c.ix.Catalogue.Mesh.Controller.Follows {
+		out = append(out, Consume(c.ix, f.Value).Subjects...)
+	}
+	return Minimise(out)
+}
+
+// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames of SPEC §2.
+func NodeUser(node string) string               { return "node." + node }
+func ModuleUserName(node, module string) string { return "mod." + node + "." + module }
+func EnrolmentUser(node string) string          { return "enrol." + node }
+func PersonUserName(person string) string       { return "person." + person }
+
+// machines derives, per machine in name order, its host agent's user and one user per module it
+// runs; then an enrolment user per machine holding a live token.
+func (c *compilation) machines() {
+	inv := c.ix.Catalogue.Inventory
+	if inv == nil {
+		return
+	}
+	nodes := slices.Clone(inv.Nodes)
+	slices.SortStableFunc(nodes, func(a, b *catalogue.Node) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
+	for _, n := range nodes {
+		name := n.Name.Value
+		c.addUser(User{
+			Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
+			Publish: Permission{Allow: append([]string{
+				Report(name), Heartbeat(name),
+				"$JS.API.CONSUMER.INFO." + NodesStream + "." + name,
+			}, ackGrants(NodesStream, name)...)},
+			Subscribe: Permission{Allow: []string{DeliverNodes(name), Inbox(NodeUser(name))}},
+		})
+		runs := slices.Clone(n.Runs)
+		slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
+		for _, r := range runs {
+			if m := c.ix.Modules[r.Value]; m != nil {
+				c.module(name, m, r.Pos)
+			}
+		}
+	}
+	for _, n := range nodes {
+		if !n.Enrolling || n.Name.Value == "" {
+			// A nameless enrolment user would subscribe `_INBOX.enrol..>`, an inbox every nameless
+			// one shares: one machine able to read the credentials sealed to another.
+			continue
+		}
+		user := EnrolmentUser(n.Name.Value)
+		c.addUser(User{
+			Name: user, Kind: KindEnrolment, Source: n.Name.Pos,
+			Publish:   Permission{Allow: []string{Enrolment(n.Name.Value)}},
+			Subscribe: Permission{Allow: []string{Inbox(user)}},
+		})
+	}
+}
+
+// module derives one module's user on one machine: exactly what its manifest declares.
+func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
+	name := m.Name.Value
+	user := ModuleUserName(node, name)
+	var pub []string
+	for _, e := range m.Emits {
+		pub = append(pub, ModuleEvent(name, e.Value))
+	}
+	for _, claim := range m.Claims {
+		seat := c.ix.Seat(claim.Value)
+		if seat == nil {
+			continue
+		}
+		// The holder announces the seat's events, whoever holds it.
+		for _, e := range seat.Emits {
+			pub = append(pub, SeatEvent(seat.Name.Value, e.Value))
+		}
+		if len(seat.Accepts) > 0 {
+			pub = append(pub, consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+		}
+	}
+	for _, use := range m.Uses {
+		if seat := c.ix.Seat(use.Value); seat != nil {
+			for _, k := range seat.Accepts {
+				pub = append(pub, Work(seat.Name.Value, k.Value))
+			}
+		}
+	}
+	for _, call := range m.Calls {
+		module, tool := Call(call.Value)
+		pub = append(pub, Tool(module, tool))
+	}
+	// A module that consumes nothing has no consumer and no JetStream grant.
+	if len(m.Consumes) > 0 {
+		pub = append(pub, consumerGrants(EventsStream, ModuleConsumer(node, name))...)
+	}
+	sub := []string{Inbox(user)}
+	for _, t := range m.Tools {
+		sub = append(sub, Tool(name, t.Value))
+	}
+	c.addUser(User{
+		Name: user, Kind: KindModule, Source: source,
+		Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: sub},
+		// One reply to a request it actually received: only a module that serves a tool answers.
+		AllowResponses: len(m.Tools) > 0,
+	})
+}
+
+// people derives a user per person: the tools they may ask, and their inbox. No events, no
+// control, no ack subjects, no allow_responses — a person who could answer a request would be
+// impersonating a module.
+func (c *compilation) people() {
+	inv := c.ix.Catalogue.Inventory
+	if inv == nil {
+		return
+	}
+	people := slices.Clone(inv.People)
+	slices.SortStableFunc(people, func(a, b *catalogue.Person) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
+	for _, p := range people {
+		var pub []string
+		for _, t := range p.MayCall {
+			if t.Value == EveryTool {
+				pub = append(pub, Tool("*", "*"))
+				continue
+			}
+			module, tool := Call(t.Value)
+			pub = append(pub, Tool(module, tool))
+		}
+		user := PersonUserName(p.Name.Value)
+		c.addUser(User{
+			Name: user, Kind: KindPerson, Source: p.Name.Pos,
+			Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: []string{Inbox(user)}},
+		})
+	}
+}
+
+// credentials names every user with no recorded hash, when credentials.yaml exists: named, never
+// dropped in silence, never written as a user anybody is.
+func (c *compilation) credentials() {
+	if c.ix.Catalogue.Credentials == nil {
+		return
+	}
+	for _, u := range c.plan.Users {
+		if u.Hash == "" {
+			c.findings = append(c.findings, catalogue.Finding{
+				Pos: u.Source, Rule: RuleCredentialMissing, Severity: catalogue.Warning,
+				Message: fmt.Sprintf("bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name),
+			})
+		}
+	}
+}
+
+// streams derives the mesh's streams and one work queue per seat that accepts work — held or
+// not, because work waits in the queue until a holder appears.
+func (c *compilation) streams() {
+	mesh := c.ix.Catalogue.Mesh
+	s := mesh.Streams
+	meshPos := catalogue.Pos{File: mesh.File}
+
+	events := streamConfig(EventsStream, s.Events, jetstream.LimitsPolicy,
+		// The event token is why EVENTS can store events without storing tool calls.
+		"mesh.mod.*.event.>", "mesh.seat.*.event.>")
+	events.MaxMsgsPerSubject = s.Events.MaxMsgsPerSubject
+	c.plan.Streams = append(c.plan.Streams, Stream{Config: events, Source: orPos(s.Events.Pos, meshPos)})
+
+	// CONTROL names its subjects rather than taking mesh.control.>, because heartbeats live under
+	// that prefix and must not compete for retention with reports and enrolments.
+	control := streamConfig(ControlStream, s.Control, jetstream.WorkQueuePolicy, Report("*"), Enrolment("*"))
+	c.plan.Streams = append(c.plan.Streams, Stream{Config: control, Source: orPos(s.Control.Pos, meshPos)})
+
+	// Only the newest declaration per machine matters.
+	nodes := streamConfig(NodesStream, s.Nodes, jetstream.LimitsPolicy, Declaration("*"))
+	nodes.MaxMsgsPerSubject = 1
+	c.plan.Streams = append(c.plan.Streams, Stream{Config: nodes, Source: orPos(s.Nodes.Pos, meshPos)})
+
+	for _, seat := range c.ix.AllSeats() {
+		if len(seat.Accepts) == 0 {
+			continue
+		}
+		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
+		c.plan.Streams = append(c.plan.Streams, Stream{Config: cfg, Source: seat.Name.Pos})
+	}
+}
+
+func streamConfig(name string, s catalogue.StreamSettings, retention jetstream.RetentionPolicy, subjects ...string) jetstream.StreamConfig {
+	storage := jetstream.FileStorage
+	if s.Storage.Value == "memory" {
+		storage = jetstream.MemoryStorage
+	}
+	return jetstream.StreamConfig{
+		Name:      name,
+		Subjects:  subjects,
+		Retention: retention,
+		Storage:   storage,
+		Replicas:  max(s.Replicas, 1),
+		MaxAge:    s.MaxAge,
+		MaxBytes:  orDefault(s.MaxBytes, -1),
+		MaxMsgs:   -1,
+	}
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func orPos(p, def catalogue.Pos) catalogue.Pos {
+	if p.File == "" {
+		return def
+	}
+	return p
+}
+
+// consumers derives every durable consumer. Each is asserted before anything binds it: a
+// module's runtime binds and never creates, because it has no authority over the JetStream API.
+func (c *compilation) consumers() {
+	mesh := c.ix.Catalogue.Mesh
+	s := mesh.Streams
+	add := func(stream string, cfg jetstream.ConsumerConfig, source catalogue.Pos) {
+		cfg.Name = cfg.Durable
+		cfg.AckPolicy = jetstream.AckExplicitPolicy
+		// The controller's window, a holder's own handling or a machine's apply decides when a
+		// message is given up on; a server that dead-lettered first would discard it.
+		cfg.MaxDeliver = -1
+		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source})
+	}
+
+	if inv := c.ix.Catalogue.Inventory; inv != nil {
+		seen := map[string]bool{}
+		for _, n := range inv.Nodes {
+			node := n.Name.Value
+			if seen[node] {
+				continue
+			}
+			seen[node] = true
+			add(NodesStream, withFilters(jetstream.ConsumerConfig{
+				Durable:        node,
+				DeliverSubject: DeliverNodes(node),
+				AckWait:        NodeAckWait,
+			}, Declaration(node)), n.Name.Pos)
+			modSeen := map[string]bool{}
+			for _, r := range n.Runs {
+				m := c.ix.Modules[r.Value]
+				if m == nil || len(m.Consumes) == 0 || modSeen[r.Value] {
+					continue
+				}
+				modSeen[r.Value] = true
+				var filters []string
+				for _, consumed := range m.Consumes {
+					filters = append(filters, Consume(c.ix, consumed.Value).Subjects...)
+				}
+				add(EventsStream, withFilters(jetstream.ConsumerConfig{
+					Durable: ModuleConsumer(node, m.Name.Value),
+					AckWait: s.Events.AckWait,
+				}, filters...), r.Pos)
+			}
+		}
+	}
+	if follows := c.follows(); len(follows) > 0 {
+		add(EventsStream, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
+			mesh.Controller.Follows[0].Pos)
+	}
+	meshPos := catalogue.Pos{File: mesh.File}
+	add(ControlStream, withFilters(jetstream.ConsumerConfig{Durable: ReportsConsumer, AckWait: s.Control.AckWait}, Report("*")), meshPos)
+	add(ControlStream, withFilters(jetstream.ConsumerConfig{Durable: EnrolmentsConsumer, AckWait: s.Control.AckWait}, Enrolment("*")), meshPos)
+	for _, seat := range c.ix.AllSeats() {
+		if len(seat.Accepts) > 0 {
+			add(SeatStream(seat.Name.Value), withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
+				SeatWork(seat.Name.Value)), seat.Name.Pos)
+		}
+	}
+}
+
+// withFilters sets a consumer's filters: de-duplicated, without a filter a wider one covers
+// (the server refuses overlapping filters, 10138), and as FilterSubject when there is one, which
+// is the form the server reports back.
+func withFilters(cfg jetstream.ConsumerConfig, filters ...string) jetstream.ConsumerConfig {
+	filters = Minimise(filters)
+	if len(filters) == 1 {
+		cfg.FilterSubject = filters[0]
+	} else {
+		cfg.FilterSubjects = filters
+	}
+	return cfg
+}
