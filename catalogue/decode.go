@@ -15,10 +15,9 @@ import (
 // unknown keys, wrong types.
 const RuleYAML = "yaml"
 
-// nodeBudget bounds how many YAML nodes one file may expand to. A manifest is tens of nodes; a
-// "billion laughs" file of nested aliases is small on disk and expands without bound, so the
-// walker counts every node it visits through an alias and stops with one finding.
-const nodeBudget = 100_000
+// nodeBudget is a backstop behind the loader's alias check (expandedSize): the walker never
+// visits more values than a file was measured to expand to, but if it ever did, it stops.
+const nodeBudget = maxExpandedNodes
 
 // decoder walks one file's YAML node tree into the model, recording a finding for every
 // structural fault instead of stopping at the first, so a user fixes a file in one pass.

@@ -216,7 +216,40 @@ func readDocument(dir, rel string, findings *Findings) *yaml.Node {
 	if len(doc.Content) == 0 {
 		return fail(0, "is empty; write its YAML, or delete it")
 	}
+	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}); n > maxExpandedNodes {
+		return fail(0, "expands to more than %d values through its aliases (&anchor/*alias): "+
+			"a file this small cannot mean that much; write the values out instead of nesting aliases", maxExpandedNodes)
+	}
 	return doc.Content[0]
+}
+
+// maxExpandedNodes bounds how many values one file may expand to. A manifest is tens of values;
+// a "billion laughs" file of nested aliases is a few hundred bytes on disk and expands without
+// bound, which would hang pre-commit rather than fail it.
+const maxExpandedNodes = 100_000
+
+// expandedSize counts the values a node stands for once every alias is followed, memoised per
+// node so the count itself costs only the size of the file; it stops counting past the bound.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 1
+		}
+		return expandedSize(n.Alias, memo)
+	}
+	if size, ok := memo[n]; ok {
+		return size
+	}
+	memo[n] = maxExpandedNodes + 1 // an anchor containing itself counts as unbounded
+	size := 1
+	for _, c := range n.Content {
+		size += expandedSize(c, memo)
+		if size > maxExpandedNodes {
+			break
+		}
+	}
+	memo[n] = size
+	return size
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

@@ -19,12 +19,14 @@ func Closest(word string, candidates []string) string {
 	return best
 }
 
-// distance is the Levenshtein distance between a and b, or limit+1 once it is certain to exceed
+// distance is the edit distance between a and b, counting a swap of neighbours as one edit
+// ("rolse" is one slip from "roles"), or limit+1 once it is certain to exceed
 // limit (so a long list of candidates costs little).
 func distance(a, b string, limit int) int {
 	if d := len(a) - len(b); d > limit || -d > limit {
 		return limit + 1
 	}
+	before := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -39,12 +41,15 @@ func distance(a, b string, limit int) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1)
+			}
 			rowMin = min(rowMin, cur[j])
 		}
 		if rowMin > limit {
 			return limit + 1
 		}
-		prev, cur = cur, prev
+		before, prev, cur = prev, cur, before
 	}
 	return prev[len(b)]
 }

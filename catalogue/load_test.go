@@ -1,0 +1,153 @@
+package catalogue_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"meshc/catalogue"
+	"meshc/internal/testcat"
+)
+
+// Every structural fault is one finding at the place it was written, with the fix in the message.
+func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
+	_, findings := testcat.Load(t, "testdata/structure.txtar")
+	want := []string{
+		`inventory.yaml:2:48: error: yaml: enrolling must be true or false, not the string "yes"`,
+		`inventory.yaml:3:5: error: yaml: a node needs a name`,
+		`inventory.yaml:4:9: error: yaml: people must be a list, not the string "alice"`,
+		`mesh.yaml:2:1: error: yaml: unknown key "rolse" in mesh.yaml; did you mean "roles"?`,
+		`mesh.yaml:4:12: error: yaml: submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
+		`mesh.yaml:6:22: error: yaml: streams.events.replicas must be a whole number, not the string "three"`,
+		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m or 720h, not "10 days"`,
+		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,
+		`modules/builder.yaml:3:1: error: yaml: unknown key "consume" in a module manifest; did you mean "consumes"?`,
+		`modules/builder.yaml:5:5: error: yaml: a seat needs a name: add ` + "`name: <seat>`",
+		`modules/builder.yaml:7:5: error: yaml: unknown key "acepts" in a seat; did you mean "accepts"?`,
+		`modules/empty.yaml: error: yaml: holds only comments`,
+		`modules/flags.yaml:1:9: error: yaml: module must be a string, not the boolean true; quote it ("true") if that is the name you mean`,
+		`modules/flags.yaml:2:14: error: yaml: description must be a string, not a list`,
+		`modules/notyaml.yaml:1: error: yaml: is not valid YAML`,
+		`modules/old.yml: error: yaml: manifests end in .yaml, so this file is not read; rename it to modules/old.yaml`,
+		`modules/twice.yaml:2:1: error: yaml: "module" is set twice in a module manifest (first at line 1); keep one`,
+		`modules/two-docs.yaml:2: error: yaml: holds a second YAML document`,
+	}
+	if len(findings) != len(want) {
+		t.Errorf("got %d findings, want %d:\n%s", len(findings), len(want), findings)
+	}
+	for i, f := range findings {
+		if i < len(want) && !strings.HasPrefix(f.String(), want[i]) {
+			t.Errorf("finding %d:\n got %s\nwant %s", i, f, want[i])
+		}
+	}
+}
+
+func TestAWellFormedCatalogueLoadsWithoutFindings(t *testing.T) {
+	c, findings := testcat.Load(t, "../compiler/testdata/small.txtar")
+	if len(findings) != 0 {
+		t.Fatalf("unexpected findings: %v", findings)
+	}
+	if len(c.Modules) != 4 || c.Inventory == nil || len(c.Mesh.Roles) != 2 {
+		t.Fatalf("model not filled: %d modules, inventory %v, %d roles", len(c.Modules), c.Inventory, len(c.Mesh.Roles))
+	}
+	if got := c.Mesh.Streams.Events.MaxAge; got != 720*time.Hour {
+		t.Errorf("events max-age = %v", got)
+	}
+	if p := c.Modules[0].Name.Pos; p.String() != "modules/audit.yaml:1:9" {
+		t.Errorf("position of the first module's name = %s", p)
+	}
+}
+
+func TestNotACatalogue(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Join(dir, "missing")} {
+		_, _, err := catalogue.Load(d)
+		if _, ok := err.(*catalogue.NotACatalogue); !ok {
+			t.Errorf("Load(%s) = %v, want *NotACatalogue", d, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := catalogue.Load(filepath.Join(dir, "file")); err == nil || !strings.Contains(err.Error(), "is a file") {
+		t.Errorf("a file given as the catalogue: %v", err)
+	}
+}
+
+// A file that is not a document at all gets one finding, and the load neither panics nor hangs:
+// each case runs against a deadline.
+func TestHostileFilesGetOneFindingEach(t *testing.T) {
+	var bomb strings.Builder
+	bomb.WriteString("module: bomb\nx0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 12; i++ {
+		bomb.WriteString("x" + strconv.Itoa(i) + ": &a" + strconv.Itoa(i) + " [")
+		for j := range 9 {
+			if j > 0 {
+				bomb.WriteString(", ")
+			}
+			bomb.WriteString("*a" + strconv.Itoa(i-1))
+		}
+		bomb.WriteString("]\n")
+	}
+	bomb.WriteString("emits: *a11\n")
+	huge := strings.Repeat("# padding\n", (catalogue.MaxFileSize/10)+1)
+
+	cases := map[string]struct {
+		data string
+		want string
+	}{
+		"bomb":      {bomb.String(), "expands to more than"},
+		"utf8":      {"module: ok\ndescription: \xff\xfe\n", "modules/utf8.yaml:2: error: yaml: is not valid UTF-8"},
+		"empty":     {"", "is empty"},
+		"huge":      {huge, "is larger than 4 MiB"},
+		"tabs":      {"module: x\n\tbad: 1\n", "is not valid YAML"},
+		"scalar":    {"just words\n", "a module manifest must be a mapping"},
+		"binaryish": {"\x00\x01\x02", "is not valid YAML"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "mesh.yaml", "name: novox\n")
+			write(t, dir, "modules/"+name+".yaml", c.data)
+			done := make(chan catalogue.Findings)
+			go func() {
+				_, findings, err := catalogue.Load(dir)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- findings
+			}()
+			select {
+			case findings := <-done:
+				if len(findings) != 1 || !strings.Contains(findings[0].String(), c.want) {
+					t.Fatalf("want one finding containing %q, got %v", c.want, findings)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("loading did not finish: a hostile file must not hang the loader")
+			}
+		})
+	}
+}
+
+func TestAMissingModulesDirectoryIsAFinding(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	_, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, "no modules/ directory") {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+}
+
+func write(t *testing.T, dir, rel, data string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
