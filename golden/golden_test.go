@@ -1,0 +1,54 @@
+package golden
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckAndWrite(t *testing.T) {
+	dir := t.TempDir()
+	files := []File{{"b.txt", []byte("one\ntwo\nthree\n")}, {"a.txt", []byte("alpha\n")}}
+
+	stale, err := Check(dir, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 2 || !stale[0].Missing || stale[0].Name != "a.txt" {
+		t.Fatalf("nothing committed: want both missing, in name order, got %+v", stale)
+	}
+
+	wrote, err := Write(dir, files)
+	if err != nil || len(wrote) != 2 {
+		t.Fatalf("Write = %v, %v", wrote, err)
+	}
+	if stale, _ := Check(dir, files); len(stale) != 0 {
+		t.Fatalf("just written, still stale: %+v", stale)
+	}
+
+	// Unchanged files are not rewritten, so their modification time means something.
+	before, _ := os.Stat(filepath.Join(dir, "a.txt"))
+	time.Sleep(10 * time.Millisecond)
+	changed := []File{{"a.txt", []byte("alpha\n")}, {"b.txt", []byte("one\nTWO\nthree\n")}}
+	wrote, err = Write(dir, changed)
+	if err != nil || len(wrote) != 1 || wrote[0] != "b.txt" {
+		t.Fatalf("Write of one changed file = %v, %v", wrote, err)
+	}
+	after, _ := os.Stat(filepath.Join(dir, "a.txt"))
+	if !after.ModTime().Equal(before.ModTime()) {
+		t.Error("an unchanged golden file was rewritten")
+	}
+
+	// A stale file's diff is a unified diff showing exactly the changed line.
+	stale, _ = Check(dir, []File{{"b.txt", []byte("one\n2\nthree\n")}})
+	if len(stale) != 1 {
+		t.Fatalf("want one stale file, got %+v", stale)
+	}
+	for _, want := range []string{"--- a/b.txt", "+++ b/b.txt", "-TWO", "+2"} {
+		if !strings.Contains(stale[0].Diff, want) {
+			t.Errorf("diff lacks %q:\n%s", want, stale[0].Diff)
+		}
+	}
+}
