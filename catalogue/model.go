@@ -5,7 +5,8 @@
 // good name, or agrees with the rest of the catalogue, is package lint's business, because one
 // bad value gets one finding from the most specific rule, and only lint sees every rule.
 //
-// Nothing here imports another meshc package: everything else reads this model.
+// It imports no other meshc package but small helpers under internal/: everything else reads
+// this model.
 package catalogue
 
 import "time"
