@@ -1,0 +1,137 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"meshc/catalogue"
+	"meshc/lint"
+)
+
+const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--list [-v]]
+
+Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
+reports every finding with its place (file:line:col), its rule, its severity and what to do
+about it. Paths are printed as DIR/file, so they open from where meshc was run.
+
+Flags:
+  --format FORMAT  text (default): one line per finding, related places indented below,
+                   then a count ("1 error, 0 warnings, 2 info"); nothing when clean.
+                   json: {"findings": [...], "summary": {...}}, a stable shape.
+                   sarif: SARIF 2.1.0, for code scanning (github/codeql-action/upload-sarif).
+                   github: GitHub Actions annotations on the pull request's diff.
+  --list           print every rule (id, severity, what it catches) and exit; DIR is not read.
+  -v               with --list, also say why each rule exists.
+
+Flags may come before or after DIR.
+
+Exit status:
+  0  no error (warnings and info do not fail)
+  1  at least one error
+  2  meshc could not lint: a bad flag, or DIR is not a catalogue (no mesh.yaml) or cannot be read
+`
+
+func runLint(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
+	formatName := fs.String("format", "text", "output `format`: "+strings.Join(lint.FormatNames(), ", "))
+	list := fs.Bool("list", false, "print the rule table and exit")
+	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	format, err := lint.ParseFormat(*formatName)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc lint: --format: %v\n", err)
+		return exitCantRun
+	}
+	if len(rest) > 1 {
+		return tooMany(fs, stderr, rest[1:])
+	}
+	if *list {
+		if err := listRules(stdout, *verbose); err != nil {
+			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
+			return exitCantRun
+		}
+		return exitOK
+	}
+	dir := "."
+	if len(rest) == 1 {
+		dir = rest[0]
+	}
+
+	c, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		// Not a catalogue at all is the one thing that is not a finding (SPEC §3).
+		var nac *catalogue.NotACatalogue
+		if errors.As(err, &nac) {
+			fmt.Fprintf(stderr, "meshc lint: %v\n", nac)
+		} else {
+			fmt.Fprintf(stderr, "meshc lint: loading %s: %v\n", dir, err)
+		}
+		return exitCantRun
+	}
+	findings := fromHere(dir, lint.Run(c, loaded))
+	if err := lint.Write(stdout, format, findings); err != nil {
+		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)
+		return exitCantRun
+	}
+	if findings.HasErrors() {
+		return exitFailed
+	}
+	return exitOK
+}
+
+// fromHere rewrites positions, relative to the catalogue, as paths from where meshc was run: a
+// terminal or editor opens them as printed, and GitHub resolves annotations and SARIF from the
+// repository's root, where CI runs `meshc lint path/to/catalogue`.
+func fromHere(dir string, findings catalogue.Findings) catalogue.Findings {
+	if filepath.Clean(dir) == "." {
+		return findings
+	}
+	rebase := func(p catalogue.Pos) catalogue.Pos {
+		if p.File != "" {
+			p.File = filepath.ToSlash(filepath.Join(dir, filepath.FromSlash(p.File)))
+		}
+		return p
+	}
+	out := make(catalogue.Findings, len(findings))
+	for i, f := range findings {
+		f.Pos = rebase(f.Pos)
+		if f.Related != nil {
+			related := make([]catalogue.Related, len(f.Related))
+			for j, r := range f.Related {
+				r.Pos = rebase(r.Pos)
+				related[j] = r
+			}
+			f.Related = related
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// listRules prints the rule table, the same one that drives the SARIF rule metadata.
+func listRules(w io.Writer, verbose bool) error {
+	if verbose {
+		for i, r := range lint.Rules {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintf(w, "%s (%s)\n\t%s\n\tWhy: %s\n", r.ID, r.Severity, r.Summary, r.Why)
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tSEVERITY\tCATCHES")
+	for _, r := range lint.Rules {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.Severity, r.Summary)
+	}
+	return tw.Flush()
+}

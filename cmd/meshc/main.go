@@ -1,0 +1,161 @@
+// Command meshc compiles a catalogue of module manifests into the configuration of a NATS bus,
+// and checks the catalogue on the way. Run `meshc help` for the commands.
+//
+// Each subcommand lives in a file of its own and is one entry in commands; only this package
+// imports every other.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"meshc/internal/suggest"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// Exit codes, the same for every command (SPEC §5).
+const (
+	exitOK      = 0 // clean: nothing wrong, nothing to change
+	exitFailed  = 1 // findings or differences: meshc did its job and the answer is "no"
+	exitCantRun = 2 // meshc could not do its job: bad flags, unreadable input, server unreachable
+)
+
+// A command is one subcommand. Adding one is a file holding its run function and one entry in
+// commands.
+type command struct {
+	// summary is the line `meshc help` shows beside the command's name.
+	summary string
+	// run runs the command with the arguments after its name. `-h` must print the command's
+	// help on stdout and return exitOK.
+	run func(args []string, stdout, stderr io.Writer) int
+}
+
+var commands = map[string]command{
+	"lint":    {"check a catalogue and report what is wrong, with the fix", runLint},
+	"emit":    {"compile the catalogue and write (or --check) its golden files", runEmit},
+	"mint":    {"mint passwords for bus users and record their bcrypt hashes", runMint},
+	"plan":    {"say what applying would change: against the golden plan, or a live server", runPlan},
+	"up":      {"run the catalogue on an embedded NATS server, nothing installed", runUp},
+	"apply":   {"assert the streams and consumers on a live server, never losing data quietly", runApply},
+	"version": {"print meshc's version", runVersion},
+}
+
+const usageHead = `meshc turns a catalogue of module manifests (mesh.yaml, modules/*.yaml, inventory.yaml,
+credentials.yaml) into the configuration of a NATS bus: its users, their permissions, and
+the JetStream streams and consumers; and checks the catalogue on the way.
+
+Usage:
+
+	meshc <command> [arguments]
+
+Commands:
+`
+
+const usageTail = `
+Run 'meshc help <command>' (or 'meshc <command> -h') for a command's flags.
+
+Exit status: 0 clean; 1 findings or differences; 2 meshc could not do its job (bad
+flags, a directory that is not a catalogue, an unreadable file, a server it cannot reach).
+`
+
+func usage(w io.Writer) {
+	io.WriteString(w, usageHead)
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fmt.Fprintf(tw, "\t%s\t%s\n", name, commands[name].summary)
+	}
+	fmt.Fprintf(tw, "\t%s\t%s\n", "help", "show this help, or a command's")
+	tw.Flush()
+	io.WriteString(w, usageTail)
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitCantRun
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(rest) == 0 || name != "help" {
+			usage(stdout)
+			return exitOK
+		}
+		// `meshc help lint` is `meshc lint -h`: one help text per command, kept in one place.
+		name, rest = rest[0], []string{"-h"}
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "meshc: unknown command %q%s\n\n", name, didYouMean(name))
+		usage(stderr)
+		return exitCantRun
+	}
+	return cmd.run(rest, stdout, stderr)
+}
+
+func didYouMean(name string) string {
+	names := []string{"help"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	if near := suggest.Closest(name, names); near != "" {
+		return "; did you mean " + near + "?"
+	}
+	return ""
+}
+
+// parseArgs parses flags wherever they stand among the arguments, so `meshc lint DIR --format
+// json` works as well as `meshc lint --format json DIR`; after `--` everything is an argument.
+// The flag package alone stops at the first argument that is not a flag.
+//
+// It returns the arguments that are not flags, and the exit code to return now, if any: -h
+// prints help on stdout (exitOK); a bad flag prints the error and the help on stderr
+// (exitCantRun). Set fs.Usage to print the command's help on fs.Output().
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, exit int, done bool) {
+	fs.SetOutput(io.Discard) // errors are printed below, once, with the command's name
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, exitOK, true
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc %s: %v\n\n", fs.Name(), err)
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, exitCantRun, true
+		}
+		consumed := len(args) - fs.NArg()
+		rest := fs.Args()
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), 0, false
+		}
+		if len(rest) == 0 {
+			return positional, 0, false
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// tooMany reports arguments a command does not take, the way a bad flag is reported.
+func tooMany(fs *flag.FlagSet, stderr io.Writer, extra []string) int {
+	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s\n\n", fs.Name(), strings.Join(extra, " "))
+	fs.SetOutput(stderr)
+	fs.Usage()
+	return exitCantRun
+}

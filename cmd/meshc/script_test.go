@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite the files scripts compare against with cmp")
+
+// TestMain lets the test binary be meshc itself: a script's `exec meshc` runs run() in a fresh
+// process, with real arguments, real exit codes and real stdout and stderr.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"meshc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar, one story of the command line each.
+// `go test -run TestScripts -update` rewrites the files that cmp compares against.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       *update,
+		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exits": exits},
+	})
+}
+
+// exits runs a command like exec and checks its exact exit status: `! exec` only says
+// "non-zero", and meshc's 1 (findings) and 2 (could not run) mean different things to a hook.
+//
+//	exits CODE command [args...]
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("exits takes no !: give the status expected")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: %q is not a status", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
+	}
+}
