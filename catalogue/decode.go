@@ -41,6 +41,13 @@ func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
 	})
 }
 
+// failFile records a finding about the file as a whole, such as a required key it lacks.
+func (d *decoder) failFile(format string, args ...any) {
+	*d.findings = append(*d.findings, Finding{
+		Pos: Pos{File: d.file}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
+	})
+}
+
 // resolve follows aliases and spends the node budget. It returns nil once the budget is gone.
 func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	if d.blown {
@@ -64,22 +71,22 @@ type field func(key, value *yaml.Node)
 
 // mapping walks a mapping node, calling the decoder of each known key. An unknown key is a
 // finding with the nearest known key as a hint; a repeated key is a finding naming the first.
-func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) {
+// It returns the keys present, so a caller can say which required one is missing.
+func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) map[string]*yaml.Node {
+	seen := map[string]*yaml.Node{}
 	if n = d.resolve(n); n == nil {
-		return
+		return seen
 	}
 	if n.Kind != yaml.MappingNode {
-		if isNull(n) {
-			return
+		if !isNull(n) {
+			d.fail(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
 		}
-		d.fail(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
-		return
+		return seen
 	}
-	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, value := n.Content[i], n.Content[i+1]
 		if key = d.resolve(key); key == nil {
-			return
+			return seen
 		}
 		if key.Kind != yaml.ScalarNode {
 			d.fail(key, "a key in %s must be a plain word, not %s", what, describe(key))
@@ -101,6 +108,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) {
 		}
 		decode(key, value)
 	}
+	return seen
 }
 
 func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]field) {

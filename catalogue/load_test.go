@@ -26,6 +26,7 @@ func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
 		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,
 		`modules/builder.yaml:3:1: error: yaml: unknown key "consume" in a module manifest; did you mean "consumes"?`,
 		`modules/builder.yaml:5:5: error: yaml: a seat needs a name: add ` + "`name: <seat>`",
+		`modules/builder.yaml:6:11: error: yaml: seat "image-store" has no scope: add ` + "`scope: mesh`",
 		`modules/builder.yaml:7:5: error: yaml: unknown key "acepts" in a seat; did you mean "accepts"?`,
 		`modules/empty.yaml: error: yaml: holds only comments`,
 		`modules/flags.yaml:1:9: error: yaml: module must be a string, not the boolean true; quote it ("true") if that is the name you mean`,

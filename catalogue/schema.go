@@ -1,12 +1,16 @@
 package catalogue
 
-import "go.yaml.in/yaml/v3"
+import (
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // The field tables below are the catalogue format of SPEC §1: a key not in a table is an
 // unknown key, with the nearest one as a hint.
 
 func (d *decoder) module(doc *yaml.Node, m *Module) {
-	d.mapping(doc, "a module manifest", map[string]field{
+	seen := d.mapping(doc, "a module manifest", map[string]field{
 		"module":      func(_, v *yaml.Node) { m.Name, _ = d.text(v, "module") },
 		"description": func(_, v *yaml.Node) { m.Description, _ = d.text(v, "description") },
 		"provides":    func(_, v *yaml.Node) { m.Provides = d.texts(v, "provides") },
@@ -27,13 +31,23 @@ func (d *decoder) module(doc *yaml.Node, m *Module) {
 		},
 		"files": func(_, v *yaml.Node) { m.Files = d.files(v) },
 	})
+	if seen["module"] == nil && !d.blown && isMapping(doc) {
+		d.failFile("this manifest names no module: add `module: <name>` (lower-case letters, digits and -)")
+	}
+}
+
+func isMapping(n *yaml.Node) bool {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n.Kind == yaml.MappingNode
 }
 
 // seat decodes one seat, declared by a module or as a role in mesh.yaml. It reports whether the
 // seat had a name, because a nameless seat can be referred to by nothing.
 func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 	named := false
-	d.mapping(n, what, map[string]field{
+	seen := d.mapping(n, what, map[string]field{
 		"name":     func(_, v *yaml.Node) { s.Name, named = d.text(v, "a seat's name") },
 		"scope":    func(_, v *yaml.Node) { s.Scope, _ = d.text(v, "a seat's scope") },
 		"delivers": func(_, v *yaml.Node) { s.Delivers, _ = d.text(v, "delivers") },
@@ -41,9 +55,13 @@ func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 		"emits":    func(_, v *yaml.Node) { s.Emits = d.texts(v, "a seat's emits") },
 	})
 	if !named && !d.blown {
-		if r := d.resolve(n); r != nil && r.Kind == yaml.MappingNode {
+		if r := d.resolve(n); r != nil && r.Kind == yaml.MappingNode && seen["name"] == nil {
 			d.fail(r, "%s needs a name: add `name: <seat>`", what)
 		}
+	}
+	if named && seen["scope"] == nil {
+		*d.findings = append(*d.findings, Finding{Pos: s.Name.Pos, Rule: RuleYAML, Severity: Error,
+			Message: fmt.Sprintf("seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", s.Name.Value)})
 	}
 	return named
 }
@@ -72,7 +90,7 @@ func (d *decoder) files(n *yaml.Node) []FileRequest {
 }
 
 func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
-	d.mapping(doc, "mesh.yaml", map[string]field{
+	seen := d.mapping(doc, "mesh.yaml", map[string]field{
 		"name": func(_, v *yaml.Node) { m.Name, _ = d.text(v, "name") },
 		"roles": func(_, v *yaml.Node) {
 			d.list(v, "roles", func(item *yaml.Node) {
@@ -114,6 +132,9 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 			})
 		},
 	})
+	if seen["name"] == nil && !d.blown && isMapping(doc) {
+		d.failFile("mesh.yaml names no mesh: add `name: <mesh>`; it becomes the NATS account its users live in")
+	}
 }
 
 func (d *decoder) streamSettings(key, n *yaml.Node, what string, s *StreamSettings) {

@@ -1,0 +1,266 @@
+package lint
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+)
+
+// subjectSet answers "does anything in this set of subjects match this filter", in time linear
+// in the filter's tokens rather than in the set's size.
+type subjectSet struct {
+	exact map[string]bool
+	// prefixes holds every proper token prefix of every subject: a filter P.> matches something
+	// exactly when P is one of them.
+	prefixes map[string]bool
+	all      []string
+	// starred caches the answer for filters holding `*`: only `**` derives one, so there are at
+	// most a couple of distinct ones, each matched once against the whole set.
+	starred map[string]bool
+}
+
+func newSubjectSet(subjects []string) *subjectSet {
+	s := &subjectSet{exact: map[string]bool{}, prefixes: map[string]bool{}, starred: map[string]bool{}}
+	for _, sub := range subjects {
+		s.exact[sub] = true
+		for i := range len(sub) {
+			if sub[i] == '.' {
+				s.prefixes[sub[:i]] = true
+			}
+		}
+	}
+	s.all = subjects
+	return s
+}
+
+// matches reports whether any subject in the set matches filter.
+func (s *subjectSet) matches(filter string) bool {
+	if strings.Contains(filter, "*") {
+		hit, ok := s.starred[filter]
+		if !ok {
+			hit = slices.ContainsFunc(s.all, func(sub string) bool { return compiler.Match(filter, sub) })
+			s.starred[filter] = hit
+		}
+		return hit
+	}
+	if p, ok := strings.CutSuffix(filter, ".>"); ok {
+		return s.prefixes[p]
+	}
+	return s.exact[filter]
+}
+
+// filterSet answers "does any of these filters match this subject".
+type filterSet struct {
+	exact map[string]bool
+	// wide holds P for every filter P.>.
+	wide map[string]bool
+	// starred are the distinct filters holding `*`.
+	starred []string
+}
+
+func newFilterSet() *filterSet {
+	return &filterSet{exact: map[string]bool{}, wide: map[string]bool{}}
+}
+
+func (f *filterSet) add(filter string) {
+	switch p, wide := strings.CutSuffix(filter, ".>"); {
+	case strings.Contains(filter, "*"):
+		if !slices.Contains(f.starred, filter) {
+			f.starred = append(f.starred, filter)
+		}
+	case wide:
+		f.wide[p] = true
+	default:
+		f.exact[filter] = true
+	}
+}
+
+func (f *filterSet) matches(subject string) bool {
+	if f.exact[subject] {
+		return true
+	}
+	for i := range len(subject) {
+		if subject[i] == '.' && f.wide[subject[:i]] {
+			return true
+		}
+	}
+	return slices.ContainsFunc(f.starred, func(filter string) bool { return compiler.Match(filter, subject) })
+}
+
+// checkAgreement compares, over the whole catalogue whether it runs or not, the derived subject
+// of every consumed event with what the emitters publish, every called tool with what the
+// modules serve, and every emitted event with what somebody consumes.
+func (l *linter) checkAgreement() {
+	ix := l.ix
+	emitted := compiler.Emitted(ix)
+	published := newSubjectSet(sortedKeys(emitted))
+	heard := newFilterSet()
+
+	for _, m := range ix.Catalogue.Modules {
+		if !l.canonical(m) {
+			continue
+		}
+		for _, c := range m.Consumes {
+			l.checkConsume(c, m.Name.Value+" consumes", published, heard)
+		}
+	}
+	for _, f := range ix.Catalogue.Mesh.Controller.Follows {
+		l.checkConsume(f, "the controller follows", published, heard)
+	}
+
+	served := map[string]bool{}
+	for _, m := range ix.Catalogue.Modules {
+		if l.canonical(m) {
+			for _, t := range m.Tools {
+				served[compiler.Tool(m.Name.Value, t.Value)] = true
+			}
+		}
+	}
+	for _, m := range ix.Catalogue.Modules {
+		if l.canonical(m) {
+			for _, c := range m.Calls {
+				l.checkCallAgrees(c, served, m.Name.Value+" calls")
+			}
+		}
+	}
+	if inv := ix.Catalogue.Inventory; inv != nil {
+		for _, p := range inv.People {
+			for _, c := range p.MayCall {
+				if c.Value != compiler.EveryTool {
+					l.checkCallAgrees(c, served, p.Name.Value+" may call")
+				}
+			}
+		}
+	}
+
+	// Not wrong (a module may be installed before its listeners), but often a consumer that
+	// names the event differently: said last, so it never stands in for a finding above.
+	for _, m := range ix.Catalogue.Modules {
+		if l.canonical(m) {
+			for _, e := range m.Emits {
+				l.unheard(e, heard, compiler.ModuleEvent(m.Name.Value, e.Value), m.Name.Value)
+			}
+		}
+	}
+	for _, s := range ix.AllSeats() {
+		for _, e := range s.Emits {
+			l.unheard(e, heard, compiler.SeatEvent(s.Name.Value, e.Value), s.Name.Value)
+		}
+	}
+}
+
+func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter string) {
+	if l.ok(e) && !heard.matches(subject) {
+		l.report("event-unheard", e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
+			emitter, e.Value, subject, quote(emitter+"."+e.Value))
+	}
+}
+
+// checkConsume checks one consumes (or follows) entry. who is the consumer, for messages.
+func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSet, heard *filterSet) {
+	if !l.ok(t) {
+		return
+	}
+	ix := l.ix
+	if t.Value == compiler.AllEvents {
+		for _, s := range compiler.Consume(ix, t.Value).Subjects {
+			heard.add(s)
+		}
+		return // every event: agrees with whatever is published, nothing included
+	}
+	emitter, _, _ := strings.Cut(t.Value, ".")
+	c := compiler.Consume(ix, t.Value)
+	if !c.Seat && ix.Modules[emitter] == nil {
+		if to, ok := ix.Aliases[emitter]; ok {
+			l.report("seat-unknown", t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
+				emitter, to, to)
+			return
+		}
+		hint := didYouMean(emitter, l.emitters())
+		if emitter == "module" {
+			hint = "; `module.<m>.<event>` is the old bus's routing key: write `<m>.<event>`"
+		}
+		l.report("consume-agreement", t.Pos, "%s %s, and no module or seat is named %q, so nothing publishes it: fix the emitter's name%s",
+			who, t.Value, emitter, hint)
+		return
+	}
+	agrees := true
+	for _, s := range c.Subjects {
+		heard.add(s)
+		agrees = agrees && published.matches(s)
+	}
+	if !agrees {
+		l.report("consume-agreement", t.Pos, "%s", l.disagreement(who, t.Value, c))
+		return
+	}
+	if c.Renamed && l.ok(t) {
+		l.report("seat-renamed", t.Pos, "%q is the old name of seat %q (mesh.yaml aliases): write %s; the old name stops working when the alias is retired",
+			emitter, c.Emitter, quote(c.Emitter+strings.TrimPrefix(t.Value, emitter)))
+	}
+}
+
+// disagreement says why a consumed name's subject has no publisher, and what to write instead.
+func (l *linter) disagreement(who, written string, c compiler.Consumed) string {
+	var events []string
+	kind := "module"
+	if c.Seat {
+		kind = "seat"
+		events = values(l.ix.Seats[c.Emitter].Emits)
+	} else {
+		m := l.ix.Modules[c.Emitter]
+		events = values(m.Emits)
+		// The holder's name written for its seat's event: the subject lands in the module's
+		// namespace, and the role announces in the seat's.
+		for _, claim := range m.Claims {
+			s := l.ix.Seat(claim.Value)
+			if s == nil {
+				continue
+			}
+			if c.All && len(s.Emits) > 0 {
+				return fmt.Sprintf("%s %s, but %s emits no events of its own: the events are seat %s's, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
+					who, written, c.Emitter, s.Name.Value, c.Emitter, quote(s.Name.Value+".**"))
+			}
+			if !c.All && slices.ContainsFunc(s.Emits, func(e catalogue.Text) bool { return e.Value == c.Event }) {
+				return fmt.Sprintf("%s %s, but %s does not emit %s: it is the event of seat %s, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
+					who, written, c.Emitter, c.Event, s.Name.Value, c.Emitter, quote(s.Name.Value+"."+c.Event))
+			}
+		}
+	}
+	if len(events) == 0 {
+		return fmt.Sprintf("%s %s, but %s %s emits no events, so nothing publishes it: consume an event something emits, or declare it in %s's emits",
+			who, written, kind, c.Emitter, c.Emitter)
+	}
+	if c.All {
+		// Unreachable while the emitter emits something; kept for the day a derivation differs.
+		return fmt.Sprintf("%s %s, and nothing %s emits matches it", who, written, c.Emitter)
+	}
+	return fmt.Sprintf("%s %s, but %s %s does not emit %s%s; it emits %s: consume one of those, or declare %s in %s's emits",
+		who, written, kind, c.Emitter, c.Event, meant(c.Event, events), list(events), c.Event, c.Emitter)
+}
+
+// checkCallAgrees checks one MODULE.TOOL a module calls or a person may call.
+func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who string) {
+	if !l.ok(t) {
+		return
+	}
+	module, tool := compiler.Call(t.Value)
+	if served[compiler.Tool(module, tool)] {
+		return
+	}
+	m := l.ix.Modules[module]
+	switch {
+	case m == nil:
+		l.report("call-agreement", t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
+			who, t.Value, module, didYouMean(module, l.modules()))
+	case len(m.Tools) == 0:
+		l.report("call-agreement", t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
+			who, t.Value, module, tool, module)
+	default:
+		tools := values(m.Tools)
+		l.report("call-agreement", t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
+			who, t.Value, module, tool, meant(tool, tools), list(tools), module)
+	}
+}

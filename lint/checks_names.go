@@ -1,0 +1,315 @@
+package lint
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"meshc/catalogue"
+	"meshc/internal/suggest"
+)
+
+// The grammars of SPEC §1. A name becomes a subject token and part of a username, so anything
+// outside these changes which subjects a permission covers: a dot adds a token, `*` and `>` are
+// wildcards, a space ends the subject.
+var (
+	nameRE     = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	tokenRE    = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	accountRE  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	maxNameLen = 63
+)
+
+// The file kinds a module may ask the mesh to write. Only one exists today.
+const busUsersFile = "bus-users"
+
+var fileKinds = []string{busUsersFile}
+
+// brokerSeat is the seat whose holder runs the bus, and so the only one given its user list.
+const brokerSeat = "mesh-broker"
+
+func validName(v string) bool { return len(v) <= maxNameLen && nameRE.MatchString(v) }
+
+func validEvent(v string) bool {
+	for tok := range strings.SplitSeq(v, ".") {
+		if !tokenRE.MatchString(tok) {
+			return false
+		}
+	}
+	return true
+}
+
+func reserved(v string) bool { return strings.HasPrefix(v, "mesh-") || strings.HasPrefix(v, "node-") }
+
+// isSubject reports whether a value is written as a subject rather than a name: the mesh's own
+// subject space, or the server's ($JS, $SYS, …), inboxes and delivery subjects.
+func isSubject(v string) bool {
+	return strings.HasPrefix(v, "mesh.") || strings.HasPrefix(v, "$") ||
+		strings.HasPrefix(v, "_INBOX.") || strings.HasPrefix(v, "_DELIVER.")
+}
+
+// localName reads a derived event subject back into what a manifest writes, for the hint:
+// mesh.mod.X.event.E is X.E and mesh.seat.S.event.E is S.E. ok is false for any other subject.
+func localName(subject string) (emitter, event string, ok bool) {
+	t := strings.SplitN(subject, ".", 5)
+	if len(t) == 5 && t[0] == "mesh" && (t[1] == "mod" || t[1] == "seat") && t[3] == "event" {
+		return t[2], t[4], true
+	}
+	return "", "", false
+}
+
+// nameHint suggests the name a mistyped one probably meant: lower case, with - for the
+// separators people reach for.
+func nameHint(v string) string {
+	fixed := strings.Map(func(r rune) rune {
+		switch r {
+		case '_', '.', ' ', '/':
+			return '-'
+		}
+		return r
+	}, strings.ToLower(v))
+	if fixed != v && validName(fixed) {
+		return ", such as " + quote(fixed)
+	}
+	return ""
+}
+
+func quote(s string) string { return "`" + s + "`" }
+
+// checkName reports a module, seat, node, person or alias name outside its grammar.
+func (l *linter) checkName(t catalogue.Text, what string) bool {
+	switch {
+	case !l.ok(t):
+		return false
+	case isSubject(t.Value):
+		l.report("no-subject", t.Pos, "%s %q is written as a subject; write the %s's name, and the mesh derives its subjects", what, t.Value, what)
+		return false
+	case !validName(t.Value):
+		l.report("name", t.Pos, "%s %q is not a name: use lower-case letters, digits and -, starting with a letter, at most %d characters%s",
+			what, t.Value, maxNameLen, nameHint(t.Value))
+		return false
+	}
+	return true
+}
+
+// checkToken reports a tool or a kind of work that is not one token.
+func (l *linter) checkToken(t catalogue.Text, what string) {
+	switch {
+	case !l.ok(t):
+	case isSubject(t.Value):
+		l.report("no-subject", t.Pos, "%s %q is written as a subject; write its name alone, and the mesh derives the subject", what, t.Value)
+	case !tokenRE.MatchString(t.Value):
+		l.report("name", t.Pos, "%s %q must be one word of lower-case letters, digits, _ and -, with no dots or wildcards", what, t.Value)
+	}
+}
+
+// checkEmitted reports an event a module or a seat declares it emits. owner is the module's or
+// the seat's name: an event prefixed with it is the old routing-key habit.
+func (l *linter) checkEmitted(t catalogue.Text, owner string) {
+	v := t.Value
+	if !l.ok(t) {
+		return
+	}
+	if isSubject(v) {
+		hint := "its local name"
+		if _, event, ok := localName(v); ok {
+			hint = quote(event)
+		}
+		l.report("event-local", t.Pos, "%q is a subject; an event is a local name: write %s, and the mesh derives the subject", v, hint)
+		return
+	}
+	if rest, ok := strings.CutPrefix(v, "module."); ok && strings.Contains(rest, ".") {
+		_, verb, _ := strings.Cut(rest, ".")
+		l.report("event-local", t.Pos, "%q is the old bus's routing key; an event is named locally: write %s", v, quote(verb))
+		return
+	}
+	if rest, ok := strings.CutPrefix(v, owner+"."); ok && owner != "" {
+		l.report("event-local", t.Pos, "%q is prefixed with %s's own name; an event is named locally and the mesh adds the emitter: write %s",
+			v, owner, quote(rest))
+		return
+	}
+	if strings.ContainsAny(v, "*>#") {
+		l.report("event-local", t.Pos, "%q holds a wildcard; an emitted event is one event, not a pattern: name each event it emits", v)
+		return
+	}
+	if !validEvent(v) {
+		l.report("name", t.Pos, "event %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots (`built`, `image.pushed`)", v)
+	}
+}
+
+// checkConsumed reports a consumes or follows entry outside EMITTER.EVENT, EMITTER.** and **.
+func (l *linter) checkConsumed(t catalogue.Text) {
+	v := t.Value
+	if !l.ok(t) || v == "**" {
+		return
+	}
+	if isSubject(v) {
+		hint := "EMITTER.EVENT"
+		if emitter, event, ok := localName(v); ok {
+			hint = quote(emitter + "." + strings.ReplaceAll(event, ">", "**"))
+		}
+		l.report("no-subject", t.Pos, "%q is a subject; a consumed event is named EMITTER.EVENT: write %s, and the mesh derives the subject", v, hint)
+		return
+	}
+	emitter, event, dotted := strings.Cut(v, ".")
+	switch {
+	case v == "#" || v == ">" || v == "*":
+		l.report("name", t.Pos, "%q is not the mesh's wildcard: every event of every emitter is `**`", v)
+	case !dotted:
+		l.report("name", t.Pos, "%q names no event: write EMITTER.EVENT (a module's or a seat's name, a dot, the event), or EMITTER.** for all of them", v)
+	case strings.HasSuffix(v, ".>") || strings.HasSuffix(v, ".#") || strings.HasSuffix(v, ".*"):
+		l.report("name", t.Pos, "the only wildcard in consumes is a final `**`: write %s", quote(v[:len(v)-1]+"**"))
+	case strings.Contains(event, "**") && event != "**":
+		l.report("name", t.Pos, "%q: `**` stands only at the end, for every event of one emitter (%s)", v, quote(emitter+".**"))
+	case !validName(emitter):
+		l.report("name", t.Pos, "%q: %q is not a module's or a seat's name: use lower-case letters, digits and -, starting with a letter", v, emitter)
+	case event != "**" && !validEvent(event):
+		l.report("name", t.Pos, "%q: %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots", v, event)
+	}
+}
+
+// checkCall reports a calls or may-call entry outside MODULE.TOOL.
+func (l *linter) checkCall(t catalogue.Text, what string) {
+	v := t.Value
+	if !l.ok(t) {
+		return
+	}
+	if isSubject(v) {
+		l.report("no-subject", t.Pos, "%q is a subject; %s names a tool as MODULE.TOOL, and the mesh derives the subject", v, what)
+		return
+	}
+	module, tool, dotted := strings.Cut(v, ".")
+	if !dotted || !validName(module) || !tokenRE.MatchString(tool) {
+		l.report("name", t.Pos, "%s entry %q is not MODULE.TOOL: a module's name, a dot, and one of the tools it serves", what, v)
+	}
+}
+
+// checkNames checks every value against its grammar, one value at a time.
+func (l *linter) checkNames() {
+	c := l.ix.Catalogue
+	l.checkMesh(c.Mesh)
+	for _, m := range c.Modules {
+		l.checkModuleNames(m)
+	}
+	if inv := c.Inventory; inv != nil {
+		for _, n := range inv.Nodes {
+			l.checkName(n.Name, "machine name")
+			for _, r := range n.Runs {
+				l.checkName(r, "module")
+			}
+		}
+		for _, p := range inv.People {
+			l.checkName(p.Name, "person's name")
+			for _, call := range p.MayCall {
+				if call.Value != "*" {
+					l.checkCall(call, "may-call")
+				}
+			}
+		}
+	}
+}
+
+func (l *linter) checkMesh(m *catalogue.Mesh) {
+	switch {
+	case m.Name.Pos.Line == 0:
+		// Absent or of the wrong type: the loader's finding already.
+	case !accountRE.MatchString(m.Name.Value):
+		l.report("name", m.Name.Pos, "mesh name %q becomes a NATS account name: use letters, digits, _ and - only", m.Name.Value)
+	}
+	for _, s := range m.Roles {
+		// A role may take any name, mesh-* and node-* included: the prefix is reserved for roles.
+		l.checkSeatNames(s, false)
+	}
+	for _, s := range m.Controller.Submits {
+		l.checkName(s, "seat")
+	}
+	for _, f := range m.Controller.Follows {
+		l.checkConsumed(f)
+	}
+	for _, a := range m.Aliases {
+		l.checkName(a.Old, "old seat name")
+		l.checkName(a.New, "seat")
+	}
+	for _, s := range m.SharedNames {
+		l.checkName(s, "seat")
+	}
+}
+
+func (l *linter) checkSeatNames(s *catalogue.Seat, byModule bool) {
+	if l.checkName(s.Name, "seat") && byModule && reserved(s.Name.Value) {
+		l.report("seat-reserved", s.Name.Pos, "mesh-* and node-* seats are the mesh's own roles: declare %q in mesh.yaml's roles, or give the seat a name of its own",
+			s.Name.Value)
+	}
+	switch sc := s.Scope; {
+	case sc.Pos.Line == 0:
+		// Absent or of the wrong type: the loader's finding already.
+	case sc.Value != "mesh" && sc.Value != "node":
+		l.report("name", sc.Pos, "a seat's scope is mesh (one holder in the mesh) or node (one per machine), not %q", sc.Value)
+	}
+	if d := s.Delivers; d.Value != "" && isSubject(d.Value) {
+		l.report("no-subject", d.Pos, "delivers %q is written as a subject; name the interface its holder provides", d.Value)
+	}
+	for _, a := range s.Accepts {
+		l.checkToken(a, "kind of work")
+	}
+	for _, e := range s.Emits {
+		l.checkEmitted(e, s.Name.Value)
+	}
+}
+
+func (l *linter) checkModuleNames(m *catalogue.Module) {
+	switch {
+	case m.Name.Pos.Line == 0:
+		// Absent or of the wrong type: the loader's finding already.
+	case l.checkName(m.Name, "module name") && reserved(m.Name.Value):
+		l.report("name", m.Name.Pos, "module name %q takes a mesh-*/node-* name, which are reserved for the mesh's own roles: name the module for what it is (it may still claim a role)",
+			m.Name.Value)
+	}
+	for _, t := range m.Provides {
+		l.checkInterface(t, "provides")
+	}
+	for _, t := range m.Requires {
+		l.checkInterface(t, "requires")
+	}
+	for _, e := range m.Emits {
+		l.checkEmitted(e, m.Name.Value)
+	}
+	for _, t := range m.Consumes {
+		l.checkConsumed(t)
+	}
+	for _, t := range m.Tools {
+		l.checkToken(t, "tool")
+	}
+	for _, t := range m.Calls {
+		l.checkCall(t, "calls")
+	}
+	for _, s := range m.Seats {
+		l.checkSeatNames(s, true)
+	}
+	for _, t := range m.Claims {
+		l.checkName(t, "seat")
+	}
+	for _, t := range m.Uses {
+		l.checkName(t, "seat")
+	}
+	for _, f := range m.Files {
+		switch {
+		case f.Kind.Value != busUsersFile:
+			hint := "the mesh writes only " + quote(busUsersFile)
+			if near := suggest.Closest(f.Kind.Value, fileKinds); near != "" {
+				hint = "did you mean " + quote(near) + "?"
+			}
+			l.report(catalogue.RuleYAML, f.Kind.Pos, "unknown file kind %q in files; %s", f.Kind.Value, hint)
+		case !path.IsAbs(f.Path.Value):
+			l.report(catalogue.RuleYAML, f.Path.Pos, "the path of %s must be absolute (it is where the mesh writes the file on the machine), not %q",
+				f.Kind.Value, f.Path.Value)
+		}
+	}
+}
+
+// checkInterface reports an interface written as a subject. Interfaces are compared by name
+// only and never become subjects, so their spelling is otherwise free.
+func (l *linter) checkInterface(t catalogue.Text, what string) {
+	if l.ok(t) && isSubject(t.Value) {
+		l.report("no-subject", t.Pos, "%s %q is written as a subject; name the interface", what, t.Value)
+	}
+}

@@ -1,0 +1,174 @@
+package lint
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/internal/suggest"
+)
+
+// Run checks a loaded catalogue and returns every finding, the loader's (loaded) included,
+// sorted and de-duplicated.
+//
+// The checks run from the most specific to the most general, and every finding marks the value
+// it is about: a later check skips a marked value, so one bad value gets one finding, from the
+// rule that says most precisely what to do (SPEC §3, "How the rules meet").
+func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
+	l := &linter{ix: catalogue.NewIndex(c), loaded: loaded, marked: map[catalogue.Pos]bool{}}
+
+	// One value at a time: grammar, reserved names, subjects where names belong.
+	l.checkNames()
+	// Two places at a time: duplicates and clashes, pointing at the later one.
+	l.checkDuplicates()
+	// Seats: aliases, claims, uses, what a holder owes its seat.
+	l.checkSeats()
+	// The whole catalogue, running or not: does every consumed event and called tool meet
+	// something that publishes or serves it, comparing derived subjects.
+	l.checkAgreement()
+	// What the inventory runs: contention, unmet requirements.
+	l.checkInventory()
+	l.checkCredentials()
+
+	// stream-overlap, user-duplicate and credential-missing need the compiled plan: the
+	// compiler reports them, so lint never derives a second plan that could disagree.
+	// A value that already has a finding (a seat named "*" is a name finding) gets no second
+	// one from what the compiler made of it, here or as the other place of a pair.
+	_, compiled := compiler.Compile(l.ix)
+	for _, f := range compiled {
+		if !l.marked[f.Pos] && !slices.ContainsFunc(f.Related, func(r catalogue.Related) bool { return l.marked[r.Pos] }) {
+			l.findings = append(l.findings, f)
+		}
+	}
+
+	return append(slices.Clone(loaded), l.findings...).Sorted()
+}
+
+// linter is one run's state.
+type linter struct {
+	ix       *catalogue.Index
+	loaded   catalogue.Findings
+	findings catalogue.Findings
+	// marked holds the position of every value that already has a finding. A position is one
+	// scalar in one file, so it names the value.
+	marked map[catalogue.Pos]bool
+
+	// Candidate lists for "did you mean", sorted so the hint is the same on every run; built on
+	// first use, since a clean catalogue never needs them.
+	moduleNames, seatNames, emitterNames []string
+}
+
+// report records a finding at pos, with the rule's severity from the table: a call site never
+// decides how much a rule matters.
+func (l *linter) report(rule string, pos catalogue.Pos, format string, args ...any) *catalogue.Finding {
+	r, ok := Lookup(rule)
+	if !ok {
+		panic("lint: no rule " + rule + " in the rule table")
+	}
+	l.marked[pos] = true
+	l.findings = append(l.findings, catalogue.Finding{
+		Pos: pos, Rule: r.ID, Severity: r.Severity, Message: fmt.Sprintf(format, args...),
+	})
+	return &l.findings[len(l.findings)-1]
+}
+
+// related records a finding between two places: at the later one in path order, naming the
+// earlier as related.
+func (l *linter) related(rule string, a, b catalogue.Pos, aSays, bSays, format string, args ...any) {
+	at, other, otherSays := a, b, bSays
+	if a.Compare(b) < 0 {
+		at, other, otherSays = b, a, aSays
+	}
+	f := l.report(rule, at, format, args...)
+	f.Related = append(f.Related, catalogue.Related{Pos: other, Message: otherSays})
+}
+
+// ok reports whether a value has no finding yet.
+func (l *linter) ok(t catalogue.Text) bool { return !l.marked[t.Pos] }
+
+// canonical reports whether m is the manifest the index holds for its name: a duplicate holds
+// nothing, and is only checked for its own values.
+func (l *linter) canonical(m *catalogue.Module) bool {
+	return m.Name.Value != "" && l.ix.Modules[m.Name.Value] == m
+}
+
+// running reports whether the inventory runs a module anywhere.
+func (l *linter) running(module string) bool { return len(l.ix.Running[module]) > 0 }
+
+// didYouMean is "; did you mean %q?" when a candidate is close, else "".
+func didYouMean(word string, candidates []string) string {
+	if near := suggest.Closest(word, candidates); near != "" {
+		return fmt.Sprintf("; did you mean %q?", near)
+	}
+	return ""
+}
+
+// meant is " (did you mean %q?)" when a candidate is close, else "", for the middle of a sentence.
+func meant(word string, candidates []string) string {
+	if near := suggest.Closest(word, candidates); near != "" {
+		return fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return ""
+}
+
+func (l *linter) modules() []string {
+	if l.moduleNames == nil {
+		l.moduleNames = sortedKeys(l.ix.Modules)
+	}
+	return l.moduleNames
+}
+
+func (l *linter) seats() []string {
+	if l.seatNames == nil {
+		l.seatNames = sortedKeys(l.ix.Seats)
+	}
+	return l.seatNames
+}
+
+// emitters are every name a consumed event may start with: modules and seats.
+func (l *linter) emitters() []string {
+	if l.emitterNames == nil {
+		l.emitterNames = slices.Concat(l.modules(), l.seats())
+		slices.Sort(l.emitterNames)
+		l.emitterNames = slices.Compact(l.emitterNames)
+	}
+	return l.emitterNames
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// list writes names as `a, b and c` for a message.
+func list(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+func values(ts []catalogue.Text) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Value
+	}
+	return out
+}
+
+// declarer says who declared a seat, for a message.
+func declarer(s *catalogue.Seat) string {
+	if s.Role() {
+		return "mesh.yaml's roles"
+	}
+	return "module " + s.Declarer.Name.Value
+}
