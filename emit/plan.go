@@ -1,0 +1,69 @@
+package emit
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/compiler"
+)
+
+// planFile is golden/plan.json. The configurations are nats.go's own types, marshalled with their
+// own json tags: the file reads in the JetStream API's field names (`num_replicas`,
+// `durable_name`, `filter_subjects`) and durations in its nanoseconds, so what a reviewer reads
+// is what apply sends.
+type planFile struct {
+	Streams   []jetstream.StreamConfig `json:"streams"`
+	Consumers []planConsumer           `json:"consumers"`
+}
+
+// planConsumer has the shape of the API's own create-consumer request.
+type planConsumer struct {
+	Stream string                   `json:"stream_name"`
+	Config jetstream.ConsumerConfig `json:"config"`
+}
+
+// PlanJSON renders golden/plan.json: every stream sorted by name, every consumer sorted by stream
+// then name, 2-space indented with a trailing newline. It refuses a Plan with two streams of one
+// name or two consumers of one name on one stream: apply would assert one over the other.
+func PlanJSON(p *compiler.Plan) ([]byte, error) {
+	f := planFile{Streams: []jetstream.StreamConfig{}, Consumers: []planConsumer{}}
+	for _, s := range p.Streams {
+		f.Streams = append(f.Streams, s.Config)
+	}
+	for _, c := range p.Consumers {
+		f.Consumers = append(f.Consumers, planConsumer{Stream: c.Stream, Config: c.Config})
+	}
+	slices.SortStableFunc(f.Streams, func(a, b jetstream.StreamConfig) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(f.Consumers, func(a, b planConsumer) int {
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(consumerName(a.Config), consumerName(b.Config)))
+	})
+	for i := 1; i < len(f.Streams); i++ {
+		if f.Streams[i].Name == f.Streams[i-1].Name {
+			return nil, fmt.Errorf("two streams named %q in the plan: one name is one stream; the compiler should have refused it", f.Streams[i].Name)
+		}
+	}
+	for i := 1; i < len(f.Consumers); i++ {
+		a, b := f.Consumers[i-1], f.Consumers[i]
+		if a.Stream == b.Stream && consumerName(a.Config) == consumerName(b.Config) {
+			return nil, fmt.Errorf("two consumers named %q on stream %q in the plan: each needs its own durable name", consumerName(b.Config), b.Stream)
+		}
+	}
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Subjects read as subjects: `>` rather than `\u003e`.
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("encode plan.json: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// consumerName is the name the server knows a consumer by: its durable name, or its name.
+func consumerName(c jetstream.ConsumerConfig) string { return cmp.Or(c.Durable, c.Name) }
