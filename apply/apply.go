@@ -1,0 +1,361 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+)
+
+// Options say what apply may do beyond asserting the plan. The zero value creates and updates
+// only.
+type Options struct {
+	// AllowReplace permits deleting and re-making an object whose change the server cannot make
+	// in place (a stream's storage or retention, a consumer's ack policy, pull ↔ push).
+	AllowReplace bool
+	// Prune permits deleting objects the plan no longer has.
+	Prune bool
+	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
+	PurgeNonEmpty bool
+	// Concurrency bounds the requests in flight. Default 16: one request at a time is the
+	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (NATS-FACTS §9).
+	Concurrency int
+	// Progress, when set, is told after each object (never concurrently).
+	Progress func(Progress)
+	// RetryFor bounds the retries of one request on a transient failure. Default 60 s.
+	RetryFor time.Duration
+	// AttemptTimeout bounds one attempt. Default 10 s.
+	AttemptTimeout time.Duration
+}
+
+// Progress is one object done (or failed).
+type Progress struct {
+	Done, Total int
+	Change      Change
+	Err         error
+}
+
+// Result is what apply did.
+type Result struct {
+	// Applied counts the objects made, changed, replaced or deleted.
+	Applied int
+	// Notes are what apply found only while acting and kept on purpose: a push consumer that
+	// became bound between the read and the update keeps its delivery subject.
+	Notes []string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = 60 * time.Second
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 10 * time.Second
+	}
+	return o
+}
+
+// Apply asserts a change set: consumers the plan dropped, then streams, then consumers, each
+// phase with bounded concurrency. Anything that would lose data without being asked is refused
+// before a single request is made, so a refusal never leaves the bus half changed. Applying a
+// change set computed from a bus that already matches does nothing.
+func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	if err := refusals(cs, opts); err != nil {
+		return Result{}, err
+	}
+
+	var phases [4][]Change
+	total := 0
+	for _, c := range cs.Items {
+		if c.Action == NoOp {
+			continue
+		}
+		total++
+		switch {
+		case c.Kind == KindConsumer && c.Action == Delete:
+			phases[0] = append(phases[0], c)
+		case c.Kind == KindStream && c.Action == Delete:
+			// Before any stream is made, so a new stream may take the subjects of a pruned one.
+			phases[1] = append(phases[1], c)
+		case c.Kind == KindStream:
+			phases[2] = append(phases[2], c)
+		default:
+			phases[3] = append(phases[3], c)
+		}
+	}
+
+	a := &applier{js: js, opts: opts, total: total}
+	for _, phase := range phases {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(opts.Concurrency)
+		for _, c := range phase {
+			g.Go(func() error {
+				err := a.one(gctx, c)
+				a.report(c, err)
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return a.result(), err
+		}
+	}
+	return a.result(), nil
+}
+
+// ErrRefused is what Apply returns, wrapped with the reasons, when the change set needs a
+// permission the options do not give (replace, prune, losing messages). Nothing was changed:
+// the user's answer, not a fault.
+var ErrRefused = errors.New("apply refused")
+
+// refusals lists every change the options do not permit, or returns nil.
+func refusals(cs Changes, opts Options) error {
+	var refused []string
+	for _, c := range cs.Items {
+		noun := string(c.Kind) + " " + c.Name()
+		switch c.Action {
+		case Replace:
+			if !opts.AllowReplace {
+				var why []string
+				for _, f := range c.Fields {
+					if f.Replaces {
+						why = append(why, fmt.Sprintf("%s %s → %s", f.Name, f.Old, f.New))
+					}
+				}
+				refused = append(refused, fmt.Sprintf("%s must be replaced (%s cannot change in place): apply with --allow-replace to delete and make it again",
+					noun, strings.Join(why, ", ")))
+			}
+		case Delete:
+			if !opts.Prune {
+				refused = append(refused, fmt.Sprintf("%s is not in the plan: apply with --prune to delete it", noun))
+			}
+		default:
+			continue
+		}
+		if c.Kind == KindStream && c.Messages > 0 && !opts.PurgeNonEmpty {
+			refused = append(refused, fmt.Sprintf("%s holds %d messages that a %s would lose: apply with --purge-non-empty as well if they may go",
+				noun, c.Messages, c.Action.Word()))
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
+}
+
+type applier struct {
+	js    jetstream.JetStream
+	opts  Options
+	total int
+
+	mu      sync.Mutex
+	done    int
+	applied int
+	notes   []string
+}
+
+func (a *applier) report(c Change, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.done++
+	if err == nil {
+		a.applied++
+	}
+	if a.opts.Progress != nil {
+		a.opts.Progress(Progress{Done: a.done, Total: a.total, Change: c, Err: err})
+	}
+}
+
+func (a *applier) note(s string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.notes = append(a.notes, s)
+}
+
+func (a *applier) result() Result {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return Result{Applied: a.applied, Notes: append([]string(nil), a.notes...)}
+}
+
+// call runs one request with the retry policy.
+func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) error {
+	return retry(ctx, a.opts.RetryFor, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, a.opts.AttemptTimeout)
+		defer cancel()
+		if err := op(ctx); err != nil {
+			// A refused request only times out; the refusal is on the connection.
+			return explainRequestError(a.js.Conn(), err)
+		}
+		return nil
+	})
+}
+
+func (a *applier) one(ctx context.Context, c Change) error {
+	switch c.Kind {
+	case KindStream:
+		return a.stream(ctx, c)
+	default:
+		return a.consumer(ctx, c)
+	}
+}
+
+func (a *applier) stream(ctx context.Context, c Change) error {
+	verb := c.Action.Word()
+	if c.Action == Delete || c.Action == Replace {
+		err := a.call(ctx, func(ctx context.Context) error {
+			err := a.js.DeleteStream(ctx, c.Stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				// A delete that timed out may have been done: gone is gone.
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
+		}
+		if c.Action == Delete {
+			return nil
+		}
+	}
+	err := a.call(ctx, func(ctx context.Context) error {
+		var err error
+		if c.Action == Update {
+			_, err = a.js.UpdateStream(ctx, *c.StreamConfig)
+		} else {
+			// An identical create answers OK, so a create retried after a timeout that had in
+			// fact been done is safe (NATS-FACTS §8).
+			_, err = a.js.CreateStream(ctx, *c.StreamConfig)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
+	}
+	return nil
+}
+
+func (a *applier) consumer(ctx context.Context, c Change) error {
+	verb := c.Action.Word()
+	if c.Action == Delete || c.Action == Replace {
+		err := a.call(ctx, func(ctx context.Context) error {
+			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
+		}
+		if c.Action == Delete {
+			return nil
+		}
+	}
+	want := *c.ConsumerConfig
+	err := a.call(ctx, func(ctx context.Context) error {
+		if c.Action != Update {
+			_, err := a.js.CreateConsumer(ctx, c.Stream, want)
+			return err
+		}
+		_, err := a.js.UpdateConsumer(ctx, c.Stream, want)
+		var ae *jetstream.APIError
+		if old, moving := oldValue(c.Fields, "deliver_subject"); moving && errors.As(err, &ae) &&
+			ae.ErrorCode == jetstream.JSErrCodeConsumerNameExists {
+			// A subscriber bound since the read: the server will not move the subject under it
+			// and says "consumer name already in use". Kept, said, and the rest still applied
+			// (seed 003).
+			want.DeliverSubject = old
+			a.note(fmt.Sprintf("consumer %s on %s keeps its delivery subject %q rather than %q because a subscriber is bound to it: it keeps delivering; the subject moves on an apply made while nothing is bound",
+				c.Consumer, c.Stream, old, c.ConsumerConfig.DeliverSubject))
+			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
+	}
+	return nil
+}
+
+func oldValue(fields []Field, name string) (string, bool) {
+	for _, f := range fields {
+		if f.Name == name {
+			return f.Old, true
+		}
+	}
+	return "", false
+}
+
+// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
+// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
+// temporarily unavailable) and 10023 (insufficient resources while peers are down). Anything
+// else will not pass by waiting.
+func retryable(err error) bool {
+	var ae *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+		return true
+	case errors.As(err, &ae):
+		return ae.ErrorCode == 10008 || ae.ErrorCode == 10023
+	}
+	return false
+}
+
+// retry runs op until it succeeds, fails for good, or the budget is spent: exponential backoff
+// from 250 ms to 5 s. Safe because an identical create or update answers OK, and a delete of
+// what is gone is treated as done.
+func retry(ctx context.Context, budget time.Duration, op func(ctx context.Context) error) error {
+	deadline := time.Now().Add(budget)
+	wait := 250 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("still failing after retrying for %s: %w", budget, err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// explain adds to a server's refusal what the user can do about it.
+func explain(err error) error {
+	var ae *jetstream.APIError
+	var refused *refusedError
+	switch {
+	case errors.As(err, &refused):
+		return err
+	case errors.As(err, &ae):
+		switch ae.ErrorCode {
+		case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount:
+			return fmt.Errorf("%w: JetStream is not enabled for this account; the server's configuration must enable it (accounts { NAME { jetstream: enabled } })", err)
+		case 10065:
+			return fmt.Errorf("%w: another stream on the bus already captures these subjects; if the plan no longer has it, apply with --prune", err)
+		case 10008, 10023:
+			return fmt.Errorf("%w: the cluster has no quorum for this; bring its stopped servers back and apply again", err)
+		}
+		return err
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%w: nothing answers the JetStream API here; is JetStream enabled on the server and for this user's account?", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%w: the server did not answer; a cluster without a meta leader answers nothing, so check that a majority of its servers is up, then apply again", err)
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected):
+		return fmt.Errorf("%w: the connection to the bus was lost; check the server is up and apply again", err)
+	}
+	return err
+}

@@ -1,0 +1,163 @@
+package apply
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/compiler"
+)
+
+// A meta leader lost in the middle of an apply: the requests that go unanswered during the
+// election are retried (NATS-FACTS §8), and whatever the first run managed, running it again
+// converges.
+func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
+	c := runCluster(t)
+	nc, js := connect(t, c.urls())
+	plan := meshPlan(3, jetstream.FileStorage)
+
+	var once sync.Once
+	stopped := -1
+	opts := Options{
+		RetryFor: 20 * time.Second, AttemptTimeout: 2 * time.Second, Concurrency: 4,
+		Progress: func(p Progress) {
+			// After the first object, the harshest node to lose: the meta leader.
+			once.Do(func() {
+				for i, s := range c.servers {
+					if s != nil && s.JetStreamIsLeader() {
+						stopped = i
+						c.stop(i)
+						return
+					}
+				}
+			})
+		},
+	}
+	start := time.Now()
+	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, opts)
+	t.Logf("first apply with node n%d stopped after the first object: %d of %d applied in %s, err %v",
+		stopped+1, res.Applied, len(cs.Items), time.Since(start), err)
+	if stopped < 0 {
+		t.Fatal("no meta leader was found to stop")
+	}
+
+	start = time.Now()
+	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{RetryFor: 20 * time.Second, AttemptTimeout: 2 * time.Second}); err != nil {
+		t.Fatalf("rerunning apply on the two nodes left did not converge: %v", err)
+	}
+	t.Logf("second apply on 2 of 3 nodes: %s", time.Since(start))
+	requireSettled(t, nc, plan, "apply was run again on a cluster with quorum")
+
+	// The node comes back and finds nothing to change.
+	c.start(stopped)
+	c.waitReady()
+	requireSettled(t, nc, plan, "the stopped node is back")
+}
+
+// requireSettled waits until every object reads (stream leaders elected) and then requires the
+// diff to be empty: an object the server reports missing is also "nothing to change", which
+// would let a half-applied bus pass.
+func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		live, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unavailable := 0
+		for _, s := range live.Streams {
+			if s.Unavailable != "" || s.ConsumersUnread {
+				unavailable++
+			}
+			for _, c := range s.Consumers {
+				if c.Unavailable != "" {
+					unavailable++
+				}
+			}
+		}
+		if unavailable == 0 {
+			requireEmpty(t, Diff(live, plan, DiffOptions{Prune: true}), why)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, but %d objects still read as unavailable", why, unavailable)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A stream whose only peer is down is reported missing or offline by the server: it is never
+// created again (the name is taken), never changed and never pruned, and that is said.
+func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
+	c := runCluster(t)
+	nc, js := connect(t, c.urls())
+	// One replica, placed on n3 by its tag.
+	plan := &compiler.Plan{
+		Streams: []compiler.Stream{
+			{Config: jetstream.StreamConfig{Name: "LONELY", Subjects: []string{"lonely.>"}, Replicas: 1,
+				Placement: &jetstream.Placement{Tags: []string{"node:n3"}}}},
+			{Config: jetstream.StreamConfig{Name: "SAFE", Subjects: []string{"safe.>"}, Replicas: 3}},
+		},
+		Consumers: []compiler.Consumer{
+			{Stream: "LONELY", Config: jetstream.ConsumerConfig{Durable: "reader", MaxDeliver: -1}},
+		},
+	}
+	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "placement and replicas were applied")
+
+	c.stop(2)
+	c.waitReady()
+	start := time.Now()
+	var live *State
+	// The meta leader learns that n3 is gone a moment after it goes.
+	reads := 0
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		var err error
+		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second, RetryFor: 20 * time.Second})
+		reads++
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The R3 stream may read as missing too while it elects a leader in n3's place.
+		if s := live.stream("LONELY"); s != nil && s.Unavailable != "" && live.stream("SAFE").Unavailable == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream on the stopped node never read as unavailable: %+v", live.stream("LONELY"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("stream on a stopped node reported %q after %s (%d reads), %d requests in the last", live.stream("LONELY").Unavailable, time.Since(start), reads, live.Requests)
+
+	for _, prune := range []bool{false, true} {
+		cs := Diff(live, plan, DiffOptions{Prune: prune})
+		if !cs.Empty() {
+			t.Fatalf("a stream that cannot be read is acted on: %s", cs.Summary())
+		}
+		if cs.Unreadable() != 2 || !strings.Contains(cs.Summary(), "2 of them unreadable") {
+			t.Fatalf("the summary hides what could not be read: %s", cs.Summary())
+		}
+		var said int
+		for _, ch := range cs.Items {
+			for _, n := range ch.Notes {
+				if strings.Contains(n, "not created again") || strings.Contains(n, "could not be read") {
+					said++
+				}
+			}
+		}
+		if said != 2 {
+			t.Fatalf("the stream and its consumer left alone were not both said: %+v", cs.Items)
+		}
+		// Not in the plan, and unreadable: still not pruned.
+		cs = Diff(live, &compiler.Plan{Streams: plan.Streams[1:]}, DiffOptions{Prune: true})
+		if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "left alone") {
+			t.Fatalf("an unreadable stream was pruned: %s %q", cs.Summary(), cs.Notes)
+		}
+	}
+}

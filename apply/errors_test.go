@@ -1,0 +1,164 @@
+package apply
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runConfigured starts a real server from a configuration file, the way a mesh's server runs.
+func runConfigured(t *testing.T, conf string) *server.Server {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.conf")
+	conf = fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n%s", filepath.Join(dir, "js"), conf)
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+const accounts = `
+accounts {
+  NOVOX { jetstream: enabled, users = [
+    {user: "mesh-controller", password: "controller"}
+    {user: "mod.anchor.builder", password: "builder", permissions: {
+      publish: {allow: ["mesh.mod.builder.event.>"]}, subscribe: {allow: ["_INBOX.>"]}}}
+  ] }
+  PLAIN { users = [ {user: "plain", password: "plain"} ] }
+}`
+
+func TestErrorsSayWhatToDo(t *testing.T) {
+	s := runConfigured(t, accounts)
+	quick := ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 700 * time.Millisecond}
+
+	t.Run("the controller reads", func(t *testing.T) {
+		nc, err := Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "controller"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if _, err := Read(t.Context(), nc, quick); err != nil {
+			t.Fatalf("the user owning the JetStream API could not read: %v", err)
+		}
+	})
+
+	t.Run("a user without the JetStream API is refused, not timed out", func(t *testing.T) {
+		nc, err := Dial(s.ClientURL(), nats.UserInfo("mod.anchor.builder", "builder"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		start := time.Now()
+		_, err = Read(t.Context(), nc, quick)
+		if err == nil || !strings.Contains(err.Error(), "refused this user the JetStream API") || !strings.Contains(err.Error(), "mesh-controller") {
+			t.Fatalf("a permission refusal read as: %v", err)
+		}
+		// Refused is final: not retried for the whole budget.
+		if time.Since(start) > 600*time.Millisecond {
+			t.Fatalf("a refusal was retried (%s)", time.Since(start))
+		}
+
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS",
+			StreamConfig: &jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>"}}}}}
+		_, err = Apply(t.Context(), js, cs, Options{AttemptTimeout: 300 * time.Millisecond, RetryFor: 5 * time.Second})
+		if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "mesh-controller") {
+			t.Fatalf("a refused create read as: %v", err)
+		}
+	})
+
+	t.Run("an account without JetStream", func(t *testing.T) {
+		nc, err := Dial(s.ClientURL(), nats.UserInfo("plain", "plain"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_, err = Read(t.Context(), nc, quick)
+		if err == nil || !strings.Contains(err.Error(), "JetStream is not enabled for this account") {
+			t.Fatalf("an account without JetStream read as: %v", err)
+		}
+	})
+
+	t.Run("bad credentials", func(t *testing.T) {
+		_, err := Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "wrong"))
+		if err == nil || !strings.Contains(err.Error(), "refused these credentials") {
+			t.Fatalf("bad credentials read as: %v", err)
+		}
+	})
+
+	t.Run("nothing listening", func(t *testing.T) {
+		port := freePorts(t, 1)[0]
+		_, err := Dial(fmt.Sprintf("nats://127.0.0.1:%d", port))
+		if err == nil || !strings.Contains(err.Error(), "no NATS server answers there") {
+			t.Fatalf("an unreachable server read as: %v", err)
+		}
+	})
+}
+
+func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("not ready")
+	}
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	nc, js := connect(t, s.ClientURL())
+
+	_, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 600 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "is JetStream enabled") {
+		t.Fatalf("no JetStream read as: %v", err)
+	}
+	cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS",
+		StreamConfig: &jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>"}}}}}
+	_, err = Apply(t.Context(), js, cs, Options{RetryFor: 600 * time.Millisecond, AttemptTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "is JetStream enabled") {
+		t.Fatalf("an apply with no JetStream read as: %v", err)
+	}
+}
+
+func TestAFatalServerRefusalIsNotRetriedAndNamesTheObject(t *testing.T) {
+	s := runServer(t)
+	_, js := connect(t, s.ClientURL())
+	ctx := t.Context()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"mesh.mod.*.event.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	plan := meshPlan(1, jetstream.MemoryStorage)
+	cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS", StreamConfig: &plan.Streams[1].Config}}}
+	start := time.Now()
+	_, err := Apply(ctx, js, cs, Options{})
+	if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "--prune") {
+		t.Fatalf("an overlap read as: %v", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Fatalf("a fatal refusal was retried for %s", time.Since(start))
+	}
+}

@@ -1,0 +1,228 @@
+package apply
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Format is how a change set is rendered.
+type Format int
+
+const (
+	FormatText Format = iota
+	FormatJSON
+	FormatMarkdown
+)
+
+var formatNames = [...]string{"text", "json", "markdown"}
+
+func (f Format) String() string { return formatNames[f] }
+
+// ParseFormat reads a --format value.
+func ParseFormat(s string) (Format, error) {
+	for i, n := range formatNames {
+		if s == n {
+			return Format(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown format %q: use text, json or markdown", s)
+}
+
+// Render writes the change set in the format. Rendering is separate from diffing so every
+// format shows the same change set.
+func Render(w io.Writer, cs Changes, f Format) error {
+	switch f {
+	case FormatJSON:
+		return renderJSON(w, cs)
+	case FormatMarkdown:
+		return renderMarkdown(w, cs)
+	}
+	return renderText(w, cs)
+}
+
+// Summary is the reviewer's one line: "3 to create, 1 to change, 0 to replace, 0 to delete,
+// 40 unchanged".
+func (cs Changes) Summary() string {
+	s := fmt.Sprintf("%d to create, %d to change, %d to replace, %d to delete, %d unchanged",
+		cs.Count(Create), cs.Count(Update), cs.Count(Replace), cs.Count(Delete), cs.Count(NoOp))
+	if n := cs.Unreadable(); n > 0 {
+		s += fmt.Sprintf(" (%d of them unreadable, left alone)", n)
+	}
+	return s
+}
+
+// shown is what a reviewer needs to see: every change, and every unchanged object that carries a
+// note (something kept on purpose).
+func (cs Changes) shown() []Change {
+	var out []Change
+	for _, c := range cs.Items {
+		if c.Action != NoOp || len(c.Notes) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func renderText(w io.Writer, cs Changes) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s.\n", cs.Summary())
+	shown := cs.shown()
+	if len(shown) > 0 {
+		b.WriteString("\n")
+	}
+	for _, c := range shown {
+		fmt.Fprintf(&b, "%3s %s %s", c.Action, c.Kind, c.Name())
+		if c.Messages > 0 && (c.Action == Delete || c.Action == Replace) {
+			fmt.Fprintf(&b, " (holds %d messages)", c.Messages)
+		}
+		b.WriteString("\n")
+		for _, f := range c.Fields {
+			fmt.Fprintf(&b, "      %s: %s → %s", f.Name, f.Old, f.New)
+			if f.Replaces {
+				b.WriteString("  (forces replacement)")
+			}
+			b.WriteString("\n")
+		}
+		for _, n := range c.Notes {
+			fmt.Fprintf(&b, "      note: %s\n", n)
+		}
+	}
+	if len(cs.Notes) > 0 {
+		b.WriteString("\nNotes:\n")
+		for _, n := range cs.Notes {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// JSON shape, version 1 (stable; fields are only ever added):
+//
+//	{
+//	  "version": 1,
+//	  "summary": {"create": 0, "update": 0, "replace": 0, "delete": 0, "unchanged": 0, "unreadable": 0},
+//	  "changes": [            // streams then consumers, by name; unchanged objects only with notes
+//	    {"action": "update", "symbol": "~", "kind": "consumer", "stream": "EVENTS",
+//	     "consumer": "anchor_builder",                     // absent for a stream
+//	     "fields": [{"field": "ack_wait", "old": "30s", "new": "1m0s", "replaces": false}],
+//	     "messages": 12,                                   // streams only
+//	     "unreadable": true,                               // only when the server could not report it
+//	     "notes": ["…"]}
+//	  ],
+//	  "notes": ["…"]
+//	}
+//
+// Values are rendered as text in the JetStream API's own words ("workqueue", "720h0m0s").
+type jsonChanges struct {
+	Version int          `json:"version"`
+	Summary jsonSummary  `json:"summary"`
+	Changes []jsonChange `json:"changes"`
+	Notes   []string     `json:"notes"`
+}
+
+type jsonSummary struct {
+	Create    int `json:"create"`
+	Update    int `json:"update"`
+	Replace   int `json:"replace"`
+	Delete    int `json:"delete"`
+	Unchanged int `json:"unchanged"`
+	// Unreadable of the unchanged: reported missing or offline by the server, left alone.
+	Unreadable int `json:"unreadable"`
+}
+
+type jsonChange struct {
+	Action     string   `json:"action"`
+	Symbol     string   `json:"symbol"`
+	Kind       Kind     `json:"kind"`
+	Stream     string   `json:"stream"`
+	Consumer   string   `json:"consumer,omitempty"`
+	Fields     []Field  `json:"fields"`
+	Messages   *uint64  `json:"messages,omitempty"`
+	Unreadable bool     `json:"unreadable,omitempty"`
+	Notes      []string `json:"notes"`
+}
+
+func renderJSON(w io.Writer, cs Changes) error {
+	out := jsonChanges{
+		Version: 1,
+		Summary: jsonSummary{cs.Count(Create), cs.Count(Update), cs.Count(Replace), cs.Count(Delete), cs.Count(NoOp), cs.Unreadable()},
+		Changes: []jsonChange{},
+		Notes:   nonNil(cs.Notes),
+	}
+	for _, c := range cs.shown() {
+		jc := jsonChange{
+			Action: c.Action.Word(), Symbol: strings.TrimSpace(c.Action.String()), Kind: c.Kind,
+			Stream: c.Stream, Consumer: c.Consumer, Fields: c.Fields, Notes: nonNil(c.Notes),
+			Unreadable: c.Unreadable,
+		}
+		if jc.Fields == nil {
+			jc.Fields = []Field{}
+		}
+		if c.Kind == KindStream {
+			m := c.Messages
+			jc.Messages = &m
+		}
+		out.Changes = append(out.Changes, jc)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// Subjects hold `>`: written as themselves, not \u003e, so the JSON reads like the rest.
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func renderMarkdown(w io.Writer, cs Changes) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### JetStream changes\n\n**%s**\n", cs.Summary())
+	if shown := cs.shown(); len(shown) > 0 {
+		b.WriteString("\n| | object | what changes |\n| --- | --- | --- |\n")
+		for _, c := range shown {
+			var what []string
+			switch c.Action {
+			case Create:
+				what = append(what, "created")
+			case Delete:
+				what = append(what, "deleted")
+			}
+			if c.Messages > 0 && (c.Action == Delete || c.Action == Replace) {
+				what = append(what, fmt.Sprintf("**holds %d messages**", c.Messages))
+			}
+			for _, f := range c.Fields {
+				s := fmt.Sprintf("`%s`: `%s` → `%s`", f.Name, mdCell(f.Old), mdCell(f.New))
+				if f.Replaces {
+					s += " (forces replacement)"
+				}
+				what = append(what, s)
+			}
+			for _, n := range c.Notes {
+				what = append(what, "_"+mdCell(n)+"_")
+			}
+			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, c.Name(), strings.Join(what, "<br>"))
+		}
+	}
+	if len(cs.Notes) > 0 {
+		b.WriteString("\n")
+		for _, n := range cs.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdCell(n))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdCell keeps a value from breaking the table it sits in.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.ReplaceAll(s, "`", "'")
+	return strings.ReplaceAll(s, "\n", " ")
+}

@@ -1,0 +1,178 @@
+package apply
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/compiler"
+)
+
+// liveFor is a bus as Read would report it after the plan was applied, with the server's
+// fill-ins, so Diff and Render can be checked without a server (Diff is pure).
+func liveFor(plan *compiler.Plan) *State {
+	st := &State{}
+	for _, ps := range plan.Streams {
+		c := normalStream(ps.Config)
+		c.Metadata = map[string]string{"_nats.ver": "2.15.2"}
+		s := Stream{Name: c.Name, Config: c}
+		for _, pc := range plan.Consumers {
+			if pc.Stream == c.Name {
+				cc := normalConsumer(pc.Config)
+				s.Consumers = append(s.Consumers, Consumer{Stream: c.Name, Name: cc.Name, Config: cc})
+			}
+		}
+		st.Streams = append(st.Streams, s)
+	}
+	return st
+}
+
+func sampleChanges() Changes {
+	plan := meshPlan(1, jetstream.FileStorage)
+	live := liveFor(plan)
+	// A stream the plan no longer has, holding messages; a consumer gone from the catalogue.
+	live.Streams = append([]Stream{{Name: "AAA_OLD", Config: normalStream(jetstream.StreamConfig{Name: "AAA_OLD", Subjects: []string{"old.>"}}), Messages: 3}}, live.Streams...)
+	live.Streams[2].Consumers = append(live.Streams[2].Consumers, Consumer{Stream: "EVENTS", Name: "gone", Config: normalConsumer(jetstream.ConsumerConfig{Durable: "gone"})})
+	plan.Streams[1].Config.MaxAge = 1440 * time.Hour
+	plan.Streams[0].Config.Storage = jetstream.MemoryStorage
+	plan.Streams = append(plan.Streams, compiler.Stream{Config: jetstream.StreamConfig{Name: "SEAT_IMAGE_STORE", Subjects: []string{"mesh.seat.image-store.accept.>"}, Retention: jetstream.WorkQueuePolicy}})
+	plan.Consumers = append(plan.Consumers, compiler.Consumer{Stream: "SEAT_IMAGE_STORE", Config: jetstream.ConsumerConfig{Durable: "holder", FilterSubjects: []string{"mesh.seat.image-store.accept.>"}}})
+	plan.Consumers[2].Config.Description = "a | pipe"
+	return Diff(live, plan, DiffOptions{Prune: true})
+}
+
+func TestDiffIsPureAndOrdered(t *testing.T) {
+	plan := meshPlan(1, jetstream.FileStorage)
+	requireEmpty(t, Diff(liveFor(plan), plan, DiffOptions{Prune: true}), "the bus is the plan")
+
+	cs := sampleChanges()
+	var got []string
+	for _, c := range cs.Items {
+		if c.Action != NoOp {
+			got = append(got, c.Action.String()+" "+string(c.Kind)+" "+c.Name())
+		}
+	}
+	want := []string{
+		"- stream AAA_OLD",
+		"-/+ stream CONTROL",
+		"~ stream EVENTS",
+		"+ stream SEAT_IMAGE_STORE",
+		// CONTROL's consumers are made again with it.
+		"+ consumer CONTROL/enrolments",
+		"+ consumer CONTROL/reports",
+		"~ consumer EVENTS/anchor_builder",
+		"- consumer EVENTS/gone",
+		"+ consumer SEAT_IMAGE_STORE/holder",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("changes, in order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if again := sampleChanges(); !bytes.Equal(renderOut(t, again, FormatJSON), renderOut(t, cs, FormatJSON)) {
+		t.Fatal("the same inputs gave two change sets")
+	}
+	// Without prune, nothing is deleted, and what is left alone is said.
+	plan2 := meshPlan(1, jetstream.FileStorage)
+	live := liveFor(plan2)
+	live.Streams = append(live.Streams, Stream{Name: "ZZZ", Config: normalStream(jetstream.StreamConfig{Name: "ZZZ"})})
+	cs = Diff(live, plan2, DiffOptions{})
+	if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "ZZZ") {
+		t.Fatalf("without prune: %s %q", cs.Summary(), cs.Notes)
+	}
+}
+
+func renderOut(t *testing.T, cs Changes, f Format) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, cs, f); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestRenderText(t *testing.T) {
+	out := string(renderOut(t, sampleChanges(), FormatText))
+	lines := strings.Split(out, "\n")
+	if lines[0] != "4 to create, 2 to change, 1 to replace, 2 to delete, 5 unchanged." {
+		t.Fatalf("summary line: %q", lines[0])
+	}
+	for _, want := range []string{
+		"  - stream AAA_OLD (holds 3 messages)",
+		"-/+ stream CONTROL",
+		"      storage: file → memory  (forces replacement)",
+		"      max_age: 720h0m0s → 1440h0m0s",
+		"  ~ consumer EVENTS/anchor_builder",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "stream SEAT_IMAGE_STORE") > strings.Index(out, "consumer CONTROL/enrolments") {
+		t.Error("consumers before streams")
+	}
+	if !bytes.Equal(renderOut(t, sampleChanges(), FormatText), []byte(out)) {
+		t.Error("text differs between two renders")
+	}
+}
+
+func TestRenderJSON(t *testing.T) {
+	raw := renderOut(t, sampleChanges(), FormatJSON)
+	var doc struct {
+		Version int            `json:"version"`
+		Summary map[string]int `json:"summary"`
+		Changes []struct {
+			Action, Symbol, Kind, Stream, Consumer string
+			Fields                                 []Field
+			Messages                               *uint64
+			Notes                                  []string
+		} `json:"changes"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || doc.Summary["create"] != 4 || doc.Summary["update"] != 2 || doc.Summary["replace"] != 1 ||
+		doc.Summary["delete"] != 2 || doc.Summary["unchanged"] != 5 || doc.Notes == nil {
+		t.Fatalf("summary: %s", raw)
+	}
+	first := doc.Changes[0]
+	if first.Action != "delete" || first.Symbol != "-" || first.Kind != "stream" || first.Stream != "AAA_OLD" || first.Messages == nil || *first.Messages != 3 {
+		t.Fatalf("first change: %+v", first)
+	}
+	if bytes.Contains(raw, []byte(`\u003e`)) {
+		t.Fatal("JSON escapes > in subjects")
+	}
+}
+
+func TestRenderMarkdown(t *testing.T) {
+	out := string(renderOut(t, sampleChanges(), FormatMarkdown))
+	for _, want := range []string{
+		"**4 to create, 2 to change, 1 to replace, 2 to delete, 5 unchanged**",
+		"| --- | --- | --- |",
+		"| `-/+` | stream `CONTROL` | `storage`: `file` → `memory` (forces replacement)",
+		"`description`: `\"\"` → `a \\| pipe`",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") != 4 {
+			t.Errorf("a row with a broken cell: %q", line)
+		}
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, f := range []Format{FormatText, FormatJSON, FormatMarkdown} {
+		if got, err := ParseFormat(f.String()); err != nil || got != f {
+			t.Errorf("ParseFormat(%q) = %v, %v", f, got, err)
+		}
+	}
+	if _, err := ParseFormat("sarif"); err == nil {
+		t.Error("an unknown format was accepted")
+	}
+}

@@ -1,0 +1,180 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// runServer starts a real JetStream server in the test process: loopback, a random port, a
+// store of its own. Claims about what the server fills in or refuses are only worth what the
+// server says.
+func runServer(t *testing.T) *server.Server {
+	t.Helper()
+	opts := &server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		NoLog: true, NoSigs: true,
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// connect opens a client connection and a jetstream handle on it.
+func connect(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+// freePorts reserves n loopback ports and releases them for the cluster to take.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// cluster is a 3-node in-process JetStream cluster (NATS-FACTS §2).
+type cluster struct {
+	t       *testing.T
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+func runCluster(t *testing.T) *cluster {
+	t.Helper()
+	const n = 3
+	ports := freePorts(t, 2*n)
+	dir := t.TempDir()
+	c := &cluster{t: t}
+	for i := range n {
+		var routes []string
+		for j := range n {
+			if j != i {
+				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+j]))
+			}
+		}
+		o := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1", Port: ports[i],
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
+			NoLog: true, NoSigs: true,
+			Tags: []string{fmt.Sprintf("node:n%d", i+1)},
+		}
+		o.Cluster.Name = "C1"
+		o.Cluster.Host = "127.0.0.1"
+		o.Cluster.Port = ports[n+i]
+		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		c.opts = append(c.opts, o)
+		c.servers = append(c.servers, nil)
+	}
+	for i := range n {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, s := range c.servers {
+			if s != nil {
+				s.Shutdown()
+				s.WaitForShutdown()
+			}
+		}
+	})
+	c.waitReady()
+	return c
+}
+
+func (c *cluster) start(i int) {
+	c.t.Helper()
+	s, err := server.NewServer(c.opts[i].Clone())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		c.t.Fatalf("node %d not ready", i+1)
+	}
+	c.servers[i] = s
+}
+
+func (c *cluster) stop(i int) {
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+	c.servers[i] = nil
+}
+
+// waitReady waits for a meta leader and every running node current: API requests before the
+// election get no reply at all.
+func (c *cluster) waitReady() {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		leader, current := false, true
+		for _, s := range c.servers {
+			if s == nil {
+				continue
+			}
+			leader = leader || s.JetStreamIsLeader()
+			current = current && s.JetStreamIsCurrent()
+		}
+		if leader && current {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	c.t.Fatal("cluster never elected a meta leader")
+}
+
+func (c *cluster) urls() string {
+	var urls []string
+	for _, o := range c.opts {
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", o.Port))
+	}
+	return strings.Join(urls, ",")
+}
+
+// countingConn counts the requests a read makes, to hold the reader to paging.
+type countingConn struct {
+	*nats.Conn
+	n atomic.Int64
+}
+
+func (c *countingConn) RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error) {
+	c.n.Add(1)
+	return c.Conn.RequestWithContext(ctx, subj, data)
+}

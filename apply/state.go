@@ -1,0 +1,288 @@
+// Package apply reconciles a live NATS server or cluster with the compiler's plan: it reads what
+// the bus holds, works out what differs (a pure function, rendered for review), and asserts the
+// plan without losing data quietly (SPEC §5). It imports compiler only.
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Requester is what reading the live state needs of a connection; *nats.Conn has it. Kept this
+// narrow so a test can count the requests a read costs.
+type Requester interface {
+	RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error)
+}
+
+// State is what the bus holds: every stream with its consumers, sorted by name.
+type State struct {
+	Streams []Stream
+	// Requests is how many API requests the read cost: a handful per stream, never one per
+	// consumer.
+	Requests int
+}
+
+// Stream is one stream as the server reports it.
+type Stream struct {
+	Name   string
+	Config jetstream.StreamConfig
+	// Messages held: deleting or replacing a stream that holds any needs the user's say-so.
+	Messages uint64
+	// Unavailable is the server's own word that the stream exists but could not be read (its
+	// leader did not answer, or every peer is offline). Such a stream is never created again —
+	// that would fail with "name already in use", or worse split it — and never changed or
+	// pruned: it cannot be compared. "" when the stream was read.
+	Unavailable string
+	// ConsumersUnread is set when the stream's consumers could not be listed; then none of them
+	// is created, changed or pruned.
+	ConsumersUnread bool
+	Consumers       []Consumer
+}
+
+// Consumer is one consumer as the server reports it.
+type Consumer struct {
+	Stream string
+	Name   string
+	Config jetstream.ConsumerConfig
+	// PushBound says a subscriber is bound to the delivery subject: the server will not move
+	// it then (seed 003).
+	PushBound bool
+	// AckFloor is the last stream sequence the consumer acknowledged in order: where a
+	// replacement resumes.
+	AckFloor uint64
+	// Unavailable: reported missing or offline, as for a stream.
+	Unavailable string
+}
+
+// stream returns the named stream, or nil.
+func (s *State) stream(name string) *Stream {
+	i, ok := slices.BinarySearchFunc(s.Streams, name, func(x Stream, n string) int { return strings.Compare(x.Name, n) })
+	if !ok {
+		return nil
+	}
+	return &s.Streams[i]
+}
+
+// ReadOptions tune Read; the zero value is the default.
+type ReadOptions struct {
+	// RequestTimeout bounds one page. In a cluster the meta leader waits up to 4 s for stream
+	// leaders before it answers with what is missing, so less than that reads a slow cluster
+	// as an unreachable one. Default 10 s.
+	RequestTimeout time.Duration
+	// RetryFor bounds the retries of one page on the transient failures of NATS-FACTS §8.
+	// Default 60 s.
+	RetryFor time.Duration
+}
+
+func (o ReadOptions) withDefaults() ReadOptions {
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 10 * time.Second
+	}
+	if o.RetryFor <= 0 {
+		o.RetryFor = 60 * time.Second
+	}
+	return o
+}
+
+// The API subjects of the two paged lists. Raw requests rather than nats.go's ListStreams: the
+// library drops the server's missing/offline fields (NATS-FACTS §7), and an object the server
+// says it has but could not read must not look like an object that does not exist.
+const (
+	apiStreamList   = "$JS.API.STREAM.LIST"
+	apiConsumerList = "$JS.API.CONSUMER.LIST."
+)
+
+type pagedRequest struct {
+	Offset int `json:"offset"`
+}
+
+type paged struct {
+	Error   *jetstream.APIError `json:"error,omitempty"`
+	Total   int                 `json:"total"`
+	Offset  int                 `json:"offset"`
+	Limit   int                 `json:"limit"`
+	Missing []string            `json:"missing,omitempty"`
+	Offline map[string]string   `json:"offline,omitempty"`
+}
+
+type streamListResponse struct {
+	paged
+	Streams []*jetstream.StreamInfo `json:"streams"`
+}
+
+type consumerListResponse struct {
+	paged
+	Consumers []*jetstream.ConsumerInfo `json:"consumers"`
+}
+
+// Read reads every stream and consumer the account holds: the stream list, paged, then each
+// stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of
+// INFO calls took 32 s for 1,000 objects; NATS-FACTS §9).
+func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
+	opts = opts.withDefaults()
+	st := &State{}
+	unavailable := map[string]string{}
+	seen := map[string]bool{}
+	for offset := 0; ; {
+		var page streamListResponse
+		if err := st.request(ctx, nc, opts, apiStreamList, offset, &page); err != nil {
+			return nil, fmt.Errorf("list streams: %w", explain(err))
+		}
+		for _, si := range page.Streams {
+			if si == nil || seen[si.Config.Name] {
+				continue
+			}
+			seen[si.Config.Name] = true
+			st.Streams = append(st.Streams, Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
+		}
+		noteUnavailable(unavailable, page.paged)
+		offset += len(page.Streams)
+		if len(page.Streams) == 0 || offset >= page.Total {
+			break
+		}
+	}
+	// A stream reported missing may still come with its configuration (every peer offline):
+	// kept either way, marked.
+	for name, why := range unavailable {
+		if !seen[name] {
+			seen[name] = true
+			st.Streams = append(st.Streams, Stream{Name: name, Config: jetstream.StreamConfig{Name: name}})
+		}
+		for i := range st.Streams {
+			if st.Streams[i].Name == name {
+				st.Streams[i].Unavailable = why
+			}
+		}
+	}
+	slices.SortFunc(st.Streams, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
+
+	for i := range st.Streams {
+		s := &st.Streams[i]
+		if s.Unavailable != "" {
+			// Asking would cost the 4 s the server waits for a leader that is not there, and
+			// the answer could not be acted on anyway.
+			s.ConsumersUnread = true
+			continue
+		}
+		if err := st.readConsumers(ctx, nc, opts, s); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptions, s *Stream) error {
+	unavailable := map[string]string{}
+	seen := map[string]bool{}
+	for offset := 0; ; {
+		var page consumerListResponse
+		err := st.request(ctx, nc, opts, apiConsumerList+s.Name, offset, &page)
+		var ae *jetstream.APIError
+		if errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamNotFound {
+			// Deleted between the two lists: as absent as it now is.
+			s.ConsumersUnread = true
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("list consumers of stream %s: %w", s.Name, explain(err))
+		}
+		for _, ci := range page.Consumers {
+			if ci == nil || seen[ci.Name] {
+				continue
+			}
+			seen[ci.Name] = true
+			s.Consumers = append(s.Consumers, Consumer{
+				Stream: s.Name, Name: ci.Name, Config: ci.Config,
+				PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
+			})
+		}
+		noteUnavailable(unavailable, page.paged)
+		offset += len(page.Consumers)
+		if len(page.Consumers) == 0 || offset >= page.Total {
+			break
+		}
+	}
+	for name, why := range unavailable {
+		if !seen[name] {
+			s.Consumers = append(s.Consumers, Consumer{Stream: s.Name, Name: name})
+		}
+		for i := range s.Consumers {
+			if s.Consumers[i].Name == name {
+				s.Consumers[i].Unavailable = why
+			}
+		}
+	}
+	slices.SortFunc(s.Consumers, func(a, b Consumer) int { return strings.Compare(a.Name, b.Name) })
+	return nil
+}
+
+// noteUnavailable records what a page says it could not read. "missing" names objects whose
+// leader did not answer in time; "offline" adds the server's reason.
+func noteUnavailable(into map[string]string, p paged) {
+	for _, name := range p.Missing {
+		if _, ok := into[name]; !ok {
+			into[name] = "reported missing by the server (its leader did not answer)"
+		}
+	}
+	for name, why := range p.Offline {
+		into[name] = "reported offline by the server: " + why
+	}
+}
+
+// request makes one paged list request, retried on the transient failures of NATS-FACTS §8.
+func (st *State) request(ctx context.Context, nc Requester, opts ReadOptions, subject string, offset int, into interface{ apiError() *jetstream.APIError }) error {
+	body, err := json.Marshal(pagedRequest{Offset: offset})
+	if err != nil {
+		return err
+	}
+	return retry(ctx, opts.RetryFor, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout)
+		defer cancel()
+		st.Requests++
+		msg, err := nc.RequestWithContext(ctx, subject, body)
+		if err != nil {
+			return explainRequestError(nc, err)
+		}
+		if err := json.Unmarshal(msg.Data, into); err != nil {
+			return fmt.Errorf("the server's answer to %s is not a JetStream list (%w): is this a JetStream server?", subject, err)
+		}
+		if ae := into.apiError(); ae != nil {
+			return ae
+		}
+		return nil
+	})
+}
+
+func (p *paged) apiError() *jetstream.APIError { return p.Error }
+
+// explainRequestError turns a request that got no answer into what the user can do about it. A
+// denied request produces only an asynchronous "Permissions Violation"; the request itself just
+// times out (NATS-FACTS §10), so the connection's last error is where the refusal shows.
+func explainRequestError(nc Requester, err error) error {
+	if lc, ok := nc.(interface{ LastError() error }); ok && errors.Is(err, context.DeadlineExceeded) {
+		// Only a refusal of the JetStream API itself: an unrelated violation earlier on the
+		// connection must not turn every later timeout into a refusal.
+		if last := lc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) &&
+			strings.Contains(last.Error(), "$JS.API") {
+			return &refusedError{err: last}
+		}
+	}
+	return err
+}
+
+// refusedError is a request the server's permissions refused: never retried, it will not pass.
+type refusedError struct{ err error }
+
+func (r *refusedError) Error() string {
+	return fmt.Sprintf("the bus refused this user the JetStream API (%v): apply as mesh-controller, "+
+		"the user that owns the JetStream API", r.err)
+}
+func (r *refusedError) Unwrap() error { return r.err }
