@@ -76,13 +76,13 @@ func Load(dir string) (*Catalogue, Findings, error) {
 
 	if exists(dir, InventoryFile) {
 		c.Inventory = &Inventory{File: InventoryFile}
-		if doc := readDocument(dir, InventoryFile, &findings); doc != nil {
+		if doc := readOptional(dir, InventoryFile, &findings); doc != nil {
 			newDecoder(InventoryFile, &findings).inventory(doc, c.Inventory)
 		}
 	}
 	if exists(dir, CredentialsFile) {
 		c.Credentials = &Credentials{File: CredentialsFile, Hashes: map[string]Text{}}
-		if doc := readDocument(dir, CredentialsFile, &findings); doc != nil {
+		if doc := readOptional(dir, CredentialsFile, &findings); doc != nil {
 			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
 		}
 	}
@@ -169,6 +169,16 @@ func manifestFiles(dir string, findings *Findings) ([]string, error) {
 // be a document — unreadable, too large, not UTF-8, empty, not YAML, two documents — is one
 // finding, and nil is returned.
 func readDocument(dir, rel string, findings *Findings) *yaml.Node {
+	return readFile(dir, rel, false, findings)
+}
+
+// readOptional reads inventory.yaml or credentials.yaml, which may be empty or hold only
+// comments: a catalogue with no hashes recorded yet is ordinary.
+func readOptional(dir, rel string, findings *Findings) *yaml.Node {
+	return readFile(dir, rel, true, findings)
+}
+
+func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node {
 	fail := func(line int, format string, args ...any) *yaml.Node {
 		*findings = append(*findings, Finding{
 			Pos: Pos{File: rel, Line: line}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
@@ -194,6 +204,9 @@ func readDocument(dir, rel string, findings *Findings) *yaml.Node {
 		return fail(lineOfInvalidUTF8(data), "is not valid UTF-8; save it as UTF-8")
 	}
 	if strings.TrimSpace(string(data)) == "" {
+		if emptyIsFine {
+			return nil
+		}
 		return fail(0, "is empty; write its YAML, or delete it")
 	}
 
@@ -201,6 +214,9 @@ func readDocument(dir, rel string, findings *Findings) *yaml.Node {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
+			if emptyIsFine {
+				return nil
+			}
 			return fail(0, "holds only comments; write its YAML, or delete it")
 		}
 		line, msg := yamlErrorLine(err)

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -30,7 +33,10 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       *update,
-		Cmds:                map[string]func(*testscript.TestScript, bool, []string){"exits": exits},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"exits":      exits,
+			"natsserver": natsServer,
+		},
 	})
 }
 
@@ -60,4 +66,28 @@ func exits(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", strings.Join(args[1:], " "), got, want)
 	}
+}
+
+// natsServer starts a real nats-server with JetStream in the test process, on a free loopback
+// port with its store in the script's work directory, and sets NATS_URL for the commands after
+// it: meshc plan and apply then talk to a real server, as they do in CI.
+//
+//	natsserver
+func natsServer(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: natsserver")
+	}
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: ts.MkAbs("jetstream"),
+		NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		ts.Fatalf("natsserver: %v", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		ts.Fatalf("natsserver: not ready in 10 s")
+	}
+	ts.Defer(func() { s.Shutdown(); s.WaitForShutdown() })
+	ts.Setenv("NATS_URL", s.ClientURL())
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/term"
+
+	"meshc/apply"
+)
+
+const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [connection flags]
+
+Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
+consumers, a bounded number of requests in flight, and applying twice changes nothing. It
+asserts rather than creates: a missing object is created, a differing one updated, and where a
+consumer starts (deliver policy, start sequence or time) is its history and is carried across.
+A push consumer whose delivery subject would move while a subscriber is bound keeps its subject,
+keeps delivering, and is reported.
+
+Nothing is lost quietly: a change the server cannot make in place (a stream's storage or
+retention, a consumer's ack policy, pull <-> push) is refused unless --allow-replace; an object
+the plan no longer has is deleted only with --prune; and a stream holding messages is deleted or
+replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
+is retried; anything else stops with what to do, and a rerun converges.
+
+Flags:
+  --dry-run         print the plan and touch nothing
+  --allow-replace   delete and re-make objects whose change cannot be made in place
+  --prune           delete objects the plan no longer has
+  --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
+  --concurrency N   requests in flight (default 16)
+  --format FORMAT   how the plan is printed: text (default), json, markdown
+
+` + connectHelp + `
+Exit status:
+  0  applied (or nothing to change)
+  1  the catalogue has errors, or the plan needs --allow-replace/--prune/--purge to proceed
+  2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
+     refused a request
+`
+
+func runApply(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), applyHelp) }
+	dryRun := fs.Bool("dry-run", false, "print the plan and touch nothing")
+	allowReplace := fs.Bool("allow-replace", false, "re-make objects whose change cannot be made in place")
+	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
+	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
+	concurrency := fs.Int("concurrency", 16, "requests in flight")
+	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	var conn connectFlags
+	conn.register(fs)
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	format, err := apply.ParseFormat(*formatName)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: --format: %v\n", err)
+		return exitCantRun
+	}
+	if len(rest) > 1 {
+		return tooMany(fs, stderr, rest[1:])
+	}
+	dir := "."
+	if len(rest) == 1 {
+		dir = rest[0]
+	}
+	plan, code := compileCatalogue("apply", dir, stderr)
+	if plan == nil {
+		return code
+	}
+	if !conn.wanted() {
+		fmt.Fprintf(stderr, "meshc apply: no server given: pass --server URL or --context NAME, or set NATS_URL (meshc up runs a local one)\n")
+		return exitCantRun
+	}
+	nc, err := conn.dial()
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
+	if err := apply.Render(stdout, changes, format); err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	if *dryRun || changes.Empty() {
+		return exitOK
+	}
+	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, Concurrency: *concurrency}
+	// Progress on a terminal only: a CI log gets the plan and the outcome, not a line per object.
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opts.Progress = func(p apply.Progress) {
+			fmt.Fprintf(stderr, "\r%d/%d %s %s\033[K", p.Done, p.Total, p.Change.Action, p.Change.Name())
+			if p.Done == p.Total {
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	result, err := apply.Apply(ctx, js, changes, opts)
+	for _, n := range result.Notes {
+		fmt.Fprintf(stderr, "meshc apply: note: %s\n", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		if errors.Is(err, apply.ErrRefused) {
+			return exitFailed
+		}
+		return exitCantRun
+	}
+	fmt.Fprintf(stderr, "meshc apply: applied %d change(s)\n", result.Applied)
+	return exitOK
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/emit"
+	"meshc/golden"
+	"meshc/lint"
+)
+
+const emitHelp = `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]
+
+Compiles the catalogue in DIR (default: the current directory) and writes its golden files
+into OUT (default: DIR/golden):
+
+  accounts.conf    the bus's users, bcrypt hashes and permissions: the accounts block the
+                   server's own configuration includes by a relative path
+  plan.json        every stream and consumer, in the JetStream API's own field names
+  permissions.md   who may publish and subscribe what, for review
+
+The same catalogue always gives the same bytes, and a file whose bytes did not change is not
+rewritten. A catalogue with lint errors is not compiled: run 'meshc lint' for the fixes.
+
+Flags:
+  -o OUT           where the golden files go (default DIR/golden)
+  --check          write nothing; exit 1 with a unified diff when the committed files are
+                   stale, 0 when they are current (for CI)
+  --allow-missing  leave out users with no recorded hash in credentials.yaml, each named in a
+                   comment with the command that mints it, instead of refusing
+
+Exit status:
+  0  written, or (--check) current
+  1  the catalogue has errors, a user has no hash, or (--check) the golden files are stale
+  2  meshc could not run: a bad flag, DIR is not a catalogue, a file cannot be written
+`
+
+func runEmit(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), emitHelp) }
+	out := fs.String("o", "", "write the golden files into `OUT` (default DIR/golden)")
+	check := fs.Bool("check", false, "exit 1 with a diff when the golden files are stale; write nothing")
+	allowMissing := fs.Bool("allow-missing", false, "leave out users with no recorded hash")
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	if len(rest) > 1 {
+		return tooMany(fs, stderr, rest[1:])
+	}
+	dir := "."
+	if len(rest) == 1 {
+		dir = rest[0]
+	}
+	if *out == "" {
+		*out = filepath.Join(dir, "golden")
+	}
+
+	plan, code := compileCatalogue("emit", dir, stderr)
+	if plan == nil {
+		return code
+	}
+	files, err := render(plan, emit.AccountsOptions{AllowMissing: *allowMissing})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc emit: %v\n", err)
+		return exitFailed
+	}
+
+	if *check {
+		stale, err := golden.Check(*out, files)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc emit: %v\n", err)
+			return exitCantRun
+		}
+		for _, s := range stale {
+			io.WriteString(stdout, s.Diff)
+		}
+		if len(stale) > 0 {
+			fmt.Fprintf(stderr, "meshc emit: %d golden file(s) in %s are stale; run `meshc emit %s -o %s` and commit the result\n",
+				len(stale), *out, dir, *out)
+			return exitFailed
+		}
+		return exitOK
+	}
+	wrote, err := golden.Write(*out, files)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc emit: %v\n", err)
+		return exitCantRun
+	}
+	if len(wrote) == 0 {
+		fmt.Fprintf(stderr, "meshc emit: %s is current\n", *out)
+	}
+	for _, name := range wrote {
+		fmt.Fprintf(stderr, "meshc emit: wrote %s\n", filepath.Join(*out, name))
+	}
+	return exitOK
+}
+
+// compileCatalogue loads and lints a catalogue and compiles it. A catalogue with lint errors is
+// not compiled: its findings go to stderr and the plan is nil, with the exit code to return.
+func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
+	c, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		var nac *catalogue.NotACatalogue
+		if errors.As(err, &nac) {
+			fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, nac)
+		} else {
+			fmt.Fprintf(stderr, "meshc %s: loading %s: %v\n", cmd, dir, err)
+		}
+		return nil, exitCantRun
+	}
+	findings := lint.Run(c, loaded)
+	if findings.HasErrors() {
+		errs := catalogue.Findings{}
+		for _, f := range findings {
+			if f.Severity == catalogue.Error {
+				errs = append(errs, f)
+			}
+		}
+		lint.Write(stderr, lint.Text, fromHere(dir, errs))
+		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
+		return nil, exitFailed
+	}
+	plan, _ := compiler.Compile(catalogue.NewIndex(c))
+	return plan, exitOK
+}
+
+// render turns a plan into the golden files.
+func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, error) {
+	accounts, err := emit.Accounts(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	planJSON, err := emit.PlanJSON(plan)
+	if err != nil {
+		return nil, err
+	}
+	return []golden.File{
+		{Name: "accounts.conf", Data: accounts},
+		{Name: "plan.json", Data: planJSON},
+		{Name: "permissions.md", Data: emit.Review(plan)},
+	}, nil
+}

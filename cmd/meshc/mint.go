@@ -1,0 +1,108 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/internal/suggest"
+)
+
+const mintHelp = `Usage: meshc mint [--dir DIR] USER...
+       meshc mint [--dir DIR] --missing
+
+Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
+enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
+'USER PASSWORD' on stdout, one line each. The password is printed once and kept nowhere:
+hand it to whoever runs as that user now. Minting a user again rotates its password.
+
+credentials.yaml holds hashes only (written atomically, mode 0600, every other entry left as
+it was), so it may be committed. The hashes are bcrypt at cost 6, on purpose: the server
+checks the hash on every connect and for every connected client on every reload, and a
+256-bit random password gains nothing from a higher cost.
+
+Flags:
+  --dir DIR   the catalogue (default: the current directory)
+  --missing   mint every user the catalogue derives that has no recorded hash
+
+Exit status:
+  0  minted (or nothing was missing)
+  1  a USER is not a bus user of this catalogue, or the catalogue has errors
+  2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
+`
+
+func runMint(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mint", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), mintHelp) }
+	dir := fs.String("dir", ".", "the catalogue `DIR`")
+	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
+	users, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	if *missing == (len(users) > 0) {
+		fmt.Fprintf(stderr, "meshc mint: name the users to mint, or give --missing (not both)\n\n")
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitCantRun
+	}
+
+	plan, code := compileCatalogue("mint", *dir, stderr)
+	if plan == nil {
+		return code
+	}
+	known := make([]string, 0, len(plan.Users))
+	for _, u := range plan.Users {
+		known = append(known, u.Name)
+	}
+	if *missing {
+		for _, u := range plan.Users {
+			if u.Hash == "" {
+				users = append(users, u.Name)
+			}
+		}
+		if len(users) == 0 {
+			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded hash\n")
+			return exitOK
+		}
+	}
+	slices.Sort(users)
+	users = slices.Compact(users)
+	for _, u := range users {
+		if !slices.Contains(known, u) {
+			hint := ""
+			if near := suggest.Closest(u, known); near != "" {
+				hint = fmt.Sprintf("; did you mean %s?", near)
+			}
+			fmt.Fprintf(stderr, "meshc mint: %s is not a bus user of this catalogue%s (users are derived: %s, node.<node>, mod.<node>.<module>, enrol.<node>, person.<name>; golden/permissions.md lists them)\n",
+				u, hint, compiler.ControllerUser)
+			return exitFailed
+		}
+	}
+
+	hashes := map[string]string{}
+	passwords := map[string]string{}
+	for _, u := range users {
+		pw, hash, err := catalogue.MintPassword()
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: minting %s: %v\n", u, err)
+			return exitCantRun
+		}
+		hashes[u], passwords[u] = hash, pw
+	}
+	// Recorded before anything is printed: a password shown for a hash that was never recorded
+	// would be a credential that does not work.
+	if err := catalogue.RecordHashes(*dir, hashes); err != nil {
+		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+		return exitCantRun
+	}
+	for _, u := range users {
+		fmt.Fprintf(stdout, "%s %s\n", u, passwords[u])
+	}
+	fmt.Fprintf(stderr, "meshc mint: recorded %d hash(es) in %s; run `meshc emit` so accounts.conf carries them\n",
+		len(users), catalogue.CredentialsFile)
+	return exitOK
+}

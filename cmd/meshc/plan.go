@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/apply"
+)
+
+const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [connection flags]
+
+Says what applying the catalogue in DIR (default: the current directory) would change, per
+stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
+cannot make in place), - delete (only with --prune), and what is kept on purpose.
+
+With no server, it compares against the committed golden plan (DIR/golden/plan.json, or -o):
+what a pull request changes. With --server, --context or NATS_URL, it compares against the
+live server, reading it with the paged list API (a handful of requests, however many objects).
+
+Flags:
+  --format FORMAT  text (default): a summary a reviewer scans, then one line per change;
+                   json: a stable shape for scripts; markdown: for a pull request comment
+  --prune          show objects the plan no longer has as deletes
+  -o DIR           the golden directory to compare against (default DIR/golden)
+
+` + connectHelp + `
+Exit status:
+  0  nothing would change
+  1  something would change, or the catalogue has errors
+  2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached
+`
+
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
+	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	prune := fs.Bool("prune", false, "show objects the plan no longer has as deletes")
+	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
+	var conn connectFlags
+	conn.register(fs)
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	format, err := apply.ParseFormat(*formatName)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc plan: --format: %v\n", err)
+		return exitCantRun
+	}
+	if len(rest) > 1 {
+		return tooMany(fs, stderr, rest[1:])
+	}
+	dir := "."
+	if len(rest) == 1 {
+		dir = rest[0]
+	}
+	plan, code := compileCatalogue("plan", dir, stderr)
+	if plan == nil {
+		return code
+	}
+
+	var live *apply.State
+	if conn.wanted() {
+		nc, err := conn.dial()
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		defer nc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if live, err = apply.Read(ctx, nc, apply.ReadOptions{}); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+	} else {
+		if *goldenDir == "" {
+			*goldenDir = filepath.Join(dir, "golden")
+		}
+		if live, err = goldenState(filepath.Join(*goldenDir, "plan.json")); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+	}
+	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
+	if err := apply.Render(stdout, changes, format); err != nil {
+		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+		return exitCantRun
+	}
+	if changes.Empty() {
+		return exitOK
+	}
+	return exitFailed
+}
+
+// goldenState reads a committed plan.json as the state to compare with: what the bus holds once
+// the committed plan was applied. No file is an empty bus.
+func goldenState(path string) (*apply.State, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &apply.State{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var committed struct {
+		Streams   []jetstream.StreamConfig `json:"streams"`
+		Consumers []struct {
+			Stream string                   `json:"stream_name"`
+			Config jetstream.ConsumerConfig `json:"config"`
+		} `json:"consumers"`
+	}
+	if err := json.Unmarshal(data, &committed); err != nil {
+		return nil, fmt.Errorf("%s is not a plan meshc wrote (%v); run `meshc emit` to rewrite it", path, err)
+	}
+	st := &apply.State{}
+	for _, s := range committed.Streams {
+		st.Streams = append(st.Streams, apply.Stream{Name: s.Name, Config: s})
+	}
+	slices.SortFunc(st.Streams, func(a, b apply.Stream) int { return strings.Compare(a.Name, b.Name) })
+	for _, c := range committed.Consumers {
+		i := slices.IndexFunc(st.Streams, func(s apply.Stream) bool { return s.Name == c.Stream })
+		if i < 0 {
+			return nil, fmt.Errorf("%s has consumer %s on stream %s, which it does not list; run `meshc emit` to rewrite it", path, c.Config.Durable, c.Stream)
+		}
+		st.Streams[i].Consumers = append(st.Streams[i].Consumers, apply.Consumer{Stream: c.Stream, Name: c.Config.Durable, Config: c.Config})
+	}
+	for i := range st.Streams {
+		slices.SortFunc(st.Streams[i].Consumers, func(a, b apply.Consumer) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return st, nil
+}
