@@ -15,7 +15,8 @@ import (
 	"meshc/apply"
 )
 
-const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [connection flags]
+const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
+                   [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
 consumers, a bounded number of requests in flight, and applying twice changes nothing. It
@@ -30,6 +31,13 @@ the plan no longer has is deleted only with --prune; and a stream holding messag
 replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
+With --accounts PATH it also writes the composed accounts file (the users, hashes and
+permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
+the streams; with --reload it then signals the server to reload it in place (SIGHUP, as
+'nats-server --signal reload'): new users can connect at once and existing connections stay. A
+reload re-checks the password of every connected client, which is why an unchanged file is never
+rewritten. With --accounts and no server, only the file is written.
+
 Flags:
   --dry-run         print the plan and touch nothing
   --allow-replace   delete and re-make objects whose change cannot be made in place
@@ -37,6 +45,9 @@ Flags:
   --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
   --concurrency N   requests in flight (default 16)
   --format FORMAT   how the plan is printed: text (default), json, markdown
+  --accounts PATH   write the composed accounts file there when it changed
+  --reload TARGET   after writing it, signal nats-server (a PID or its pid file) to reload
+  --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
 
 ` + connectHelp + `
 Exit status:
@@ -55,6 +66,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
 	concurrency := fs.Int("concurrency", 16, "requests in flight")
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
+	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
+	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
@@ -76,6 +90,33 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	plan, code := compileCatalogue("apply", dir, stderr)
 	if plan == nil {
 		return code
+	}
+	if *reload != "" && *accountsPath == "" {
+		fmt.Fprintf(stderr, "meshc apply: --reload signals the server to reload the file --accounts writes; give --accounts PATH too\n")
+		return exitCantRun
+	}
+	if *accountsPath != "" && !*dryRun {
+		// Users first: a module whose consumer is about to exist should be able to connect.
+		changed, err := deliverAccounts(plan, *accountsPath, *allowMissing)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
+		switch {
+		case !changed:
+			fmt.Fprintf(stderr, "meshc apply: %s is current; the server is not asked to reload\n", *accountsPath)
+		case *reload != "":
+			if err := signalReload(*reload); err != nil {
+				fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+				return exitCantRun
+			}
+			fmt.Fprintf(stderr, "meshc apply: wrote %s and asked the server to reload it\n", *accountsPath)
+		default:
+			fmt.Fprintf(stderr, "meshc apply: wrote %s; reload the server to pick it up (--reload does)\n", *accountsPath)
+		}
+		if !conn.wanted() {
+			return exitOK
+		}
 	}
 	if !conn.wanted() {
 		fmt.Fprintf(stderr, "meshc apply: no server given: pass --server URL or --context NAME, or set NATS_URL (meshc up runs a local one)\n")

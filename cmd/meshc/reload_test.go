@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"meshc/internal/testcat"
+)
+
+// meshc runs the command in this process and returns its exit code, stdout and stderr.
+func meshc(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errs bytes.Buffer
+	code := run(args, &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+// mint mints users in dir and returns their passwords.
+func mint(t *testing.T, dir string, users ...string) map[string]string {
+	t.Helper()
+	code, out, errs := meshc(t, append([]string{"mint", "--dir", dir}, users...)...)
+	if code != 0 {
+		t.Fatalf("mint: %d %s", code, errs)
+	}
+	pw := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		user, password, _ := strings.Cut(line, " ")
+		pw[user] = password
+	}
+	return pw
+}
+
+// A running nats-server picks up a new user when meshc apply --accounts rewrites its accounts file
+// and signals it, the way an operator's CI would: the real SIGHUP path of the server, and the
+// connection that already existed is neither dropped nor disturbed.
+func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing.T) {
+	dir := testcat.Extract(t, "testdata/reload.txtar")
+	pw := mint(t, dir, "--missing")
+
+	conf := filepath.Join(t.TempDir(), "nats")
+	accounts := filepath.Join(conf, "accounts.conf")
+	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
+		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
+	}
+	serverConf := filepath.Join(conf, "server.conf")
+	if err := os.WriteFile(serverConf, []byte("host: 127.0.0.1\nport: -1\njetstream { store_dir: \""+
+		filepath.Join(conf, "js")+"\" }\ninclude \"accounts.conf\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(serverConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server's own signal handling, as in production: SIGHUP reloads.
+	opts.NoLog, opts.NoSigs = true, false
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+
+	var disconnects atomic.Int32
+	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer catalog.Close()
+	sub, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	catalog.Flush()
+	cid, _ := catalog.GetClientID()
+
+	// dave does not exist yet.
+	if _, err := nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", "nope")); err == nil {
+		t.Fatal("an unknown user connected")
+	}
+
+	// A person is added and minted; apply writes the file and signals this process's server.
+	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	dave := mint(t, dir, "person.dave")["person.dave"]
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()))
+	if code != 0 || !strings.Contains(errs, "asked the server to reload") {
+		t.Fatalf("apply --accounts --reload: %d %s", code, errs)
+	}
+
+	var nc *nats.Conn
+	deadline := time.Now().Add(10 * time.Second)
+	for nc == nil {
+		if nc, err = nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", dave),
+			nats.CustomInboxPrefix("_INBOX.person.dave")); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the new user could not connect after the reload: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	defer nc.Close()
+	reply, err := nc.Request("mesh.mod.catalog.tool.lookup", []byte("?"), 2*time.Second)
+	if err != nil || string(reply.Data) != "found" {
+		t.Fatalf("the new user's call to the existing module: %v %v", reply, err)
+	}
+	if n := disconnects.Load(); n != 0 {
+		t.Fatalf("the existing connection was dropped %d time(s) by the reload", n)
+	}
+	if now, _ := catalog.GetClientID(); now != cid || !catalog.IsConnected() {
+		t.Fatalf("the existing connection was replaced (client id %d, was %d)", now, cid)
+	}
+
+	// Nothing changed: the file is not rewritten and the server is not asked again.
+	before, _ := os.Stat(accounts)
+	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()))
+	if code != 0 || !strings.Contains(errs, "is current; the server is not asked to reload") {
+		t.Fatalf("second apply --accounts: %d %s", code, errs)
+	}
+	if after, _ := os.Stat(accounts); !after.ModTime().Equal(before.ModTime()) {
+		t.Fatal("an unchanged accounts file was rewritten")
+	}
+}
