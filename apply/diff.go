@@ -60,6 +60,10 @@ type Field struct {
 	New  string `json:"new"`
 	// Replaces: the server cannot change this in place, so the object is deleted and made again.
 	Replaces bool `json:"replaces,omitempty"`
+	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
+	// change adds and takes away: a reviewer reads one new filter, not two long lists.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
 }
 
 // Change is what happens to one stream or consumer.
@@ -475,9 +479,31 @@ func compareStructs(have, want reflect.Value, skip map[string]bool) []Field {
 		if equalValues(h, w) {
 			continue
 		}
-		out = append(out, Field{Name: name, Old: render(h), New: render(w)})
+		f := Field{Name: name, Old: render(h), New: render(w)}
+		if hs, ok := h.Interface().([]string); ok {
+			ws := w.Interface().([]string)
+			f.Added, f.Removed = listDelta(hs, ws)
+		}
+		out = append(out, f)
 	}
 	return out
+}
+
+// listDelta returns what want has that have lacks, and the reverse, each sorted.
+func listDelta(have, want []string) (added, removed []string) {
+	for _, x := range want {
+		if !slices.Contains(have, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range have {
+		if !slices.Contains(want, x) {
+			removed = append(removed, x)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	return added, removed
 }
 
 func equalValues(a, b reflect.Value) bool {

@@ -79,6 +79,15 @@ func renderText(w io.Writer, cs Changes) error {
 		}
 		b.WriteString("\n")
 		for _, f := range c.Fields {
+			if len(f.Added)+len(f.Removed) > 0 && c.Action == Update {
+				for _, x := range f.Added {
+					fmt.Fprintf(&b, "      %s: + %s\n", f.Name, x)
+				}
+				for _, x := range f.Removed {
+					fmt.Fprintf(&b, "      %s: - %s\n", f.Name, x)
+				}
+				continue
+			}
 			fmt.Fprintf(&b, "      %s: %s → %s", f.Name, f.Old, f.New)
 			if f.Replaces {
 				b.WriteString("  (forces replacement)")
@@ -108,6 +117,7 @@ func renderText(w io.Writer, cs Changes) error {
 //	    {"action": "update", "symbol": "~", "kind": "consumer", "stream": "EVENTS",
 //	     "consumer": "anchor_builder",                     // absent for a stream
 //	     "fields": [{"field": "ack_wait", "old": "30s", "new": "1m0s", "replaces": false}],
+//	     // a list field also says what it adds and removes: "added": [...], "removed": [...]
 //	     "messages": 12,                                   // streams only
 //	     "unreadable": true,                               // only when the server could not report it
 //	     "notes": ["…"]}
@@ -198,6 +208,15 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				what = append(what, fmt.Sprintf("**holds %d messages**", c.Messages))
 			}
 			for _, f := range c.Fields {
+				if len(f.Added)+len(f.Removed) > 0 && c.Action == Update {
+					for _, x := range f.Added {
+						what = append(what, fmt.Sprintf("`%s`: + `%s`", f.Name, mdCell(x)))
+					}
+					for _, x := range f.Removed {
+						what = append(what, fmt.Sprintf("`%s`: − `%s`", f.Name, mdCell(x)))
+					}
+					continue
+				}
 				s := fmt.Sprintf("`%s`: `%s` → `%s`", f.Name, mdCell(f.Old), mdCell(f.New))
 				if f.Replaces {
 					s += " (forces replacement)"

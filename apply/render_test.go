@@ -3,6 +3,7 @@ package apply
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,34 @@ func TestParseFormat(t *testing.T) {
 	}
 	if _, err := ParseFormat("sarif"); err == nil {
 		t.Error("an unknown format was accepted")
+	}
+}
+
+// A list that grows by one shows the one it gains (and loses), not two long lists.
+func TestAListChangeShowsWhatItAddsAndRemoves(t *testing.T) {
+	cs := Changes{Items: []Change{{
+		Action: Update, Kind: KindConsumer, Stream: "EVENTS", Consumer: "anchor_catalog",
+		Fields: []Field{{Name: "filter_subjects", Old: "[a, b]", New: "[b, c]", Added: []string{"c"}, Removed: []string{"a"}}},
+	}}}
+	var text, md strings.Builder
+	if err := Render(&text, cs, FormatText); err != nil {
+		t.Fatal(err)
+	}
+	if err := Render(&md, cs, FormatMarkdown); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"filter_subjects: + c\n", "filter_subjects: - a\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "[a, b]") {
+		t.Errorf("text repeats the whole lists:\n%s", text.String())
+	}
+	if !strings.Contains(md.String(), "`filter_subjects`: + `c`") {
+		t.Errorf("markdown lacks the added filter:\n%s", md.String())
+	}
+	if a, r := listDelta([]string{"a", "b"}, []string{"b", "c"}); !slices.Equal(a, []string{"c"}) || !slices.Equal(r, []string{"a"}) {
+		t.Errorf("listDelta = %v, %v", a, r)
 	}
 }
