@@ -152,3 +152,18 @@ func write(t *testing.T, dir, rel, data string) {
 		t.Fatal(err)
 	}
 }
+
+// A 50 MB file under modules/ (a build artifact in the wrong place) is one finding, read no
+// further than the limit.
+func TestAFiftyMegabyteFileIsOneFinding(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	write(t, dir, "modules/artifact.yaml", "module: artifact\n")
+	if err := os.Truncate(filepath.Join(dir, "modules/artifact.yaml"), 50<<20); err != nil {
+		t.Fatal(err)
+	}
+	_, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, "is larger than 4 MiB") {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+}

@@ -57,6 +57,13 @@ Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the f
 `
 
 func runUp(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return up(ctx, args, stdout, stderr)
+}
+
+// up is meshc up until ctx ends (Ctrl-C, or a test).
+func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), upHelp) }
 	once := fs.Bool("once", false, "apply, prove a sample flow, and exit")
@@ -142,7 +149,7 @@ func runUp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "second apply: %s\n", again.Summary())
 		return exitOK
 	}
-	return watch(dir, *stateDir, srv, url, stderr, say)
+	return watch(ctx, dir, *stateDir, srv, url, stderr, say)
 }
 
 // developmentCredentials returns a development password and hash for every user of the plan,
@@ -358,16 +365,14 @@ func proveSampleFlow(url string, plan *compiler.Plan, dev map[string]devCredenti
 
 // watch polls the catalogue and, on a change, recompiles, recomposes the accounts, reloads the
 // server in place and applies again, until interrupted.
-func watch(dir, stateDir string, srv *server.Server, url string, stderr io.Writer, say func(string, ...any)) int {
+func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url string, stderr io.Writer, say func(string, ...any)) int {
 	say("watching %s for changes; Ctrl-C stops the bus", dir)
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, os.Interrupt)
 	last := catalogueDigest(dir)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			say("stopping")
 			return exitOK
 		case <-tick.C:

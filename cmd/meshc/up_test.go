@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.yaml.in/yaml/v3"
+
+	"meshc/internal/testcat"
+)
+
+// syncBuffer is an io.Writer a test reads while the command writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// meshc up keeps the bus running and, when a manifest changes, recomposes the accounts, reloads
+// the server in place and applies again: a person added to the inventory can connect and call a
+// module whose connection was there before, a consumer gains the filter a manifest added, and the
+// existing connection is never dropped.
+func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
+	dir := testcat.Extract(t, "testdata/up.txtar")
+	state := filepath.Join(t.TempDir(), "state")
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- up(ctx, []string{dir, "--state", state}, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("up exited %d: %s", code, stderr.String())
+		}
+	}()
+
+	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
+	waitFor(t, "the bus", func() bool { return urlRE.MatchString(stdout.String()) })
+	waitFor(t, "the watcher", func() bool { return strings.Contains(stderr.String(), "watching") })
+	url := urlRE.FindStringSubmatch(stdout.String())[1]
+
+	var disconnects atomic.Int32
+	catalog, err := nats.Connect(url, nats.UserInfo("mod.anchor.catalog", devPassword(t, state, "mod.anchor.catalog")),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer catalog.Close()
+	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+		t.Fatal(err)
+	}
+	catalog.Flush()
+
+	// Two manifests change: a person joins, and catalog consumes one more event.
+	for from, to := range map[string]string{"inventory-v2.yaml": "inventory.yaml", "catalog-v2.yaml": "modules/catalog.yaml"} {
+		data, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	waitFor(t, "the second apply", func() bool {
+		return strings.Contains(stderr.String(), "applied: 0 to create, 1 to change, 0 to replace, 0 to delete")
+	})
+
+	dave, err := nats.Connect(url, nats.UserInfo("person.dave", devPassword(t, state, "person.dave")),
+		nats.CustomInboxPrefix("_INBOX.person.dave"))
+	if err != nil {
+		t.Fatalf("the person added while the bus ran cannot connect: %v", err)
+	}
+	defer dave.Close()
+	if reply, err := dave.Request("mesh.mod.catalog.tool.lookup", nil, 2*time.Second); err != nil || string(reply.Data) != "found" {
+		t.Fatalf("dave's call to catalog: %v %v", reply, err)
+	}
+	if n := disconnects.Load(); n != 0 || !catalog.IsConnected() {
+		t.Fatalf("the existing connection was dropped %d time(s) by the reload", n)
+	}
+}
+
+func devPassword(t *testing.T, state, user string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(state, "dev-credentials.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creds map[string]devCredential
+	if err := yaml.Unmarshal(data, &creds); err != nil {
+		t.Fatal(err)
+	}
+	if creds[user].Password == "" {
+		t.Fatalf("no development password for %s", user)
+	}
+	return creds[user].Password
+}
