@@ -80,12 +80,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: --format: %v\n", err)
 		return exitCantRun
 	}
-	if len(rest) > 1 {
-		return tooMany(fs, stderr, rest[1:])
-	}
-	dir := "."
-	if len(rest) == 1 {
-		dir = rest[0]
+	dir, exit, ok := catalogueArg(fs, rest, stderr)
+	if !ok {
+		return exit
 	}
 	plan, code := compileCatalogue("apply", dir, stderr)
 	if plan == nil {

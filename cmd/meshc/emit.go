@@ -50,12 +50,9 @@ func runEmit(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	if len(rest) > 1 {
-		return tooMany(fs, stderr, rest[1:])
-	}
-	dir := "."
-	if len(rest) == 1 {
-		dir = rest[0]
+	dir, exit, ok := catalogueArg(fs, rest, stderr)
+	if !ok {
+		return exit
 	}
 	if *out == "" {
 		*out = filepath.Join(dir, "golden")

@@ -152,6 +152,18 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posit
 	}
 }
 
+// catalogueArg returns a command's one optional argument, the catalogue's directory ("." when
+// none is given); more than one is reported as a bad flag is, and ok is false.
+func catalogueArg(fs *flag.FlagSet, rest []string, stderr io.Writer) (dir string, exit int, ok bool) {
+	switch len(rest) {
+	case 0:
+		return ".", 0, true
+	case 1:
+		return rest[0], 0, true
+	}
+	return "", tooMany(fs, stderr, rest[1:]), false
+}
+
 // tooMany reports arguments a command does not take, the way a bad flag is reported.
 func tooMany(fs *flag.FlagSet, stderr io.Writer, extra []string) int {
 	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s\n\n", fs.Name(), strings.Join(extra, " "))

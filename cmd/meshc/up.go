@@ -73,12 +73,9 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	if len(rest) > 1 {
-		return tooMany(fs, stderr, rest[1:])
-	}
-	dir := "."
-	if len(rest) == 1 {
-		dir = rest[0]
+	dir, exit, ok := catalogueArg(fs, rest, stderr)
+	if !ok {
+		return exit
 	}
 	if *stateDir == "" {
 		*stateDir = filepath.Join(dir, ".meshc")
