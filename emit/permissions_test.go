@@ -1,0 +1,695 @@
+package emit_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/apply"
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/emit"
+	"meshc/internal/testcat"
+)
+
+// TestPermissionsOnARealServer proves SPEC §2 "Permissions" against a real nats-server: every
+// grant the compiler derives does what its holder needs, and a set of things no declaration grants
+// is refused by the server. The subjects are written out as SPEC §2 derives them, not taken from
+// the compiler's own helpers, so a drift between the page and the code fails here too.
+//
+// A refusal is proven by the server's "Permissions Violation" for that subject, never by a
+// request that merely timed out: a timeout with no violation means the request was allowed and
+// nobody answered (NATS-FACTS §10). A grant is proven by the thing working and the connection
+// having seen no violation at all.
+func TestPermissionsOnARealServer(t *testing.T) {
+	b := startBus(t, "testdata/proof.txtar", "")
+
+	t.Run("granted", func(t *testing.T) {
+		t.Run("a module publishes its own event and the consuming module's consumer delivers it, acked twice", func(t *testing.T) {
+			catalog := b.connect(t, "mod.anchor.catalog")
+			notifier := b.connect(t, "mod.laptop.notifier")
+			first := catalog.publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+			second := catalog.publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+			notifier.pullsAndAcksTwice(t, "EVENTS", "laptop_notifier", first, second)
+			catalog.sawNoViolation(t)
+		})
+		t.Run("a module consuming a role's event gets it after the role's holder announces it", func(t *testing.T) {
+			builder := b.connect(t, "mod.laptop.builder")
+			catalog := b.connect(t, "mod.anchor.catalog")
+			built := builder.publishesAndIsStored(t, "mesh.seat.mesh-build-machine.event.built", "EVENTS")
+			catalog.pullsAndAcksTwice(t, "EVENTS", "anchor_catalog", built)
+			builder.sawNoViolation(t)
+		})
+		t.Run("a module consuming a module-declared seat's event gets it after the seat's holder announces it", func(t *testing.T) {
+			registry := b.connect(t, "mod.anchor.registry")
+			catalog := b.connect(t, "mod.anchor.catalog")
+			pushed := registry.publishesAndIsStored(t, "mesh.seat.image-store.event.pushed", "EVENTS")
+			catalog.pullsAndAcksTwice(t, "EVENTS", "anchor_catalog", pushed)
+			registry.sawNoViolation(t)
+		})
+		t.Run("the audit consumer hears a module's event and a role's event", func(t *testing.T) {
+			catalog := b.connect(t, "mod.anchor.catalog")
+			builder := b.connect(t, "mod.laptop.builder")
+			audit := b.connect(t, "mod.laptop.audit")
+			upgraded := catalog.publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+			built := builder.publishesAndIsStored(t, "mesh.seat.mesh-build-machine.event.built", "EVENTS")
+			audit.pullsAndAcksTwice(t, "EVENTS", "laptop_audit", upgraded, built)
+		})
+		t.Run("the holder of a module-declared seat pulls the work a user of the seat submitted, and acks it", func(t *testing.T) {
+			builder := b.connect(t, "mod.laptop.builder")
+			registry := b.connect(t, "mod.anchor.registry")
+			push := builder.publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
+			registry.pullsAndAcksTwice(t, "SEAT_IMAGE_STORE", "holder", push)
+			builder.sawNoViolation(t)
+		})
+		t.Run("the holder of a role pulls the work the controller submitted, and acks it", func(t *testing.T) {
+			controller := b.connect(t, "mesh-controller")
+			builder := b.connect(t, "mod.laptop.builder")
+			build := controller.publishesAndIsStored(t, "mesh.seat.mesh-build-machine.accept.build", "SEAT_MESH_BUILD_MACHINE")
+			builder.pullsAndAcksTwice(t, "SEAT_MESH_BUILD_MACHINE", "holder", build)
+			controller.sawNoViolation(t)
+		})
+		t.Run("a module calls another module's tool and gets the reply", func(t *testing.T) {
+			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "mod.laptop.notifier").callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
+		})
+		t.Run("a person calls the tool they were granted", func(t *testing.T) {
+			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "person.bob").callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
+		})
+		t.Run("an administrator calls any tool", func(t *testing.T) {
+			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "mod.anchor.registry").serves(t, "mesh.mod.registry.tool.prune")
+			alice := b.connect(t, "person.alice")
+			alice.callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
+			alice.callsAndIsAnswered(t, "mesh.mod.registry.tool.prune")
+		})
+		t.Run("a machine receives its declaration from the controller and acks it twice", func(t *testing.T) {
+			node := b.connect(t, "node.anchor")
+			controller := b.connect(t, "mesh-controller")
+			deliveries := node.subscribes(t, "_DELIVER.NODES.anchor")
+			declaration := controller.publishesAndIsStored(t, "mesh.node.anchor.declare", "NODES")
+			node.receivesPushedAndAcksTwice(t, deliveries, declaration)
+			controller.seesNothingAwaitingAck(t, "NODES", "anchor")
+		})
+		t.Run("a machine reports and beats its heart, and the controller hears both", func(t *testing.T) {
+			node := b.connect(t, "node.anchor")
+			controller := b.connect(t, "mesh-controller")
+			heartbeats := controller.subscribes(t, "mesh.control.heartbeat.*")
+			report := node.publishesAndIsStored(t, "mesh.control.report.anchor", "CONTROL")
+			beat := node.publishesLive(t, "mesh.control.heartbeat.anchor")
+			receives(t, heartbeats, beat)
+			controller.pullsAndAcksTwice(t, "CONTROL", "reports", report)
+		})
+		t.Run("an enrolling machine asks to enrol and the controller answers into its inbox", func(t *testing.T) {
+			enrol := b.connect(t, "enrol.laptop")
+			controller := b.connect(t, "mesh-controller")
+			answerTo := enrol.nc.NewInbox() // _INBOX.enrol.laptop.<nuid>, from the inbox prefix
+			answers := enrol.subscribes(t, answerTo)
+			// The answer address travels in the payload: the transport reply of a request CONTROL
+			// captures is taken by the stream's PubAck (NATS-FACTS §10).
+			request, _ := json.Marshal(map[string]string{"answer": answerTo})
+			enrol.publishesAndIsStoredWith(t, "mesh.control.enrol.laptop", "CONTROL", string(request))
+			got := controller.pullsAndAcksTwice(t, "CONTROL", "enrolments", string(request))
+			var asked struct{ Answer string }
+			if err := json.Unmarshal(got[0].Data(), &asked); err != nil || !strings.HasPrefix(asked.Answer, "_INBOX.enrol.laptop.") {
+				t.Fatalf("the enrolment request on CONTROL carries no answer address under _INBOX.enrol.laptop. (%q, %v)", got[0].Data(), err)
+			}
+			welcome := controller.publishesLive(t, asked.Answer)
+			receives(t, answers, welcome)
+			enrol.sawNoViolation(t)
+		})
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Run("a module publishing another module's event", func(t *testing.T) {
+			b.connect(t, "mod.anchor.registry").isRefusedPublishing(t, "mesh.mod.catalog.event.upgraded")
+		})
+		t.Run("a module announcing the event of a seat it does not hold", func(t *testing.T) {
+			b.connect(t, "mod.anchor.catalog").isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
+		})
+		t.Run("a module calling a tool it does not declare", func(t *testing.T) {
+			b.connect(t, "mod.laptop.audit").isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
+		})
+		t.Run("a person publishing an event", func(t *testing.T) {
+			alice := b.connect(t, "person.alice")
+			alice.isRefusedPublishing(t, "mesh.mod.catalog.event.upgraded")
+			alice.isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
+		})
+		t.Run("a person calling a tool they were not granted", func(t *testing.T) {
+			b.connect(t, "person.bob").isRefusedPublishing(t, "mesh.mod.registry.tool.prune")
+		})
+		t.Run("a person answering a request", func(t *testing.T) {
+			bob := b.connect(t, "person.bob")
+			bob.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
+			// An answer goes to a caller's reply subject; the caller must see nothing of it.
+			alice := b.connect(t, "person.alice")
+			replyTo := alice.nc.NewInbox()
+			replies := alice.subscribes(t, replyTo)
+			bob.isRefusedPublishing(t, replyTo)
+			receivesNothing(t, replies)
+		})
+		t.Run("a machine acking another machine's declaration consumer", func(t *testing.T) {
+			node := b.connect(t, "node.anchor")
+			node.isRefusedPublishing(t, "$JS.ACK.NODES.laptop.1.1.1.1700000000000000000.0")
+			node.isRefusedPublishing(t, "$JS.ACK._.ACCHASH.NODES.laptop.1.1.1.1700000000000000000.0")
+		})
+		t.Run("a machine reading another machine's declarations", func(t *testing.T) {
+			node := b.connect(t, "node.anchor")
+			node.isRefusedSubscribing(t, "_DELIVER.NODES.laptop")
+			node.isRefusedRequesting(t, "$JS.API.CONSUMER.INFO.NODES.laptop")
+		})
+		t.Run("a machine declaring itself", func(t *testing.T) {
+			b.connect(t, "node.anchor").isRefusedPublishing(t, "mesh.node.anchor.declare")
+		})
+		t.Run("a module pulling the work of a seat it does not hold", func(t *testing.T) {
+			controller := b.connect(t, "mesh-controller")
+			b.connect(t, "mod.laptop.builder").publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
+			before := controller.consumerInfo(t, "SEAT_IMAGE_STORE", "holder")
+			b.connect(t, "mod.anchor.catalog").isRefusedRequesting(t, "$JS.API.CONSUMER.MSG.NEXT.SEAT_IMAGE_STORE.holder")
+			after := controller.consumerInfo(t, "SEAT_IMAGE_STORE", "holder")
+			if after.NumAckPending != before.NumAckPending || after.Delivered.Consumer != before.Delivered.Consumer {
+				t.Fatalf("the refused pull still delivered work: awaiting ack %d → %d, delivered %d → %d",
+					before.NumAckPending, after.NumAckPending, before.Delivered.Consumer, after.Delivered.Consumer)
+			}
+		})
+		t.Run("a module pulling another module's consumer", func(t *testing.T) {
+			b.connect(t, "mod.anchor.catalog").isRefusedRequesting(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier")
+		})
+		t.Run("a module subscribing to another user's inbox", func(t *testing.T) {
+			catalog := b.connect(t, "mod.anchor.catalog")
+			catalog.isRefusedSubscribing(t, "_INBOX.mod.laptop.notifier.>")
+			catalog.isRefusedSubscribing(t, "_INBOX.>")
+		})
+		t.Run("a module touching the JetStream API beyond its own consumer", func(t *testing.T) {
+			notifier := b.connect(t, "mod.laptop.notifier")
+			notifier.isRefusedRequesting(t, "$JS.API.STREAM.INFO.EVENTS")
+			notifier.isRefusedRequesting(t, "$JS.API.CONSUMER.DELETE.EVENTS.laptop_notifier")
+		})
+		t.Run("the controller speaking for a module, a role or a machine", func(t *testing.T) {
+			// It owns the JetStream API and the control plane, and nothing a module, a role's
+			// holder or a machine says: those subjects are theirs alone.
+			controller := b.connect(t, "mesh-controller")
+			controller.isRefusedPublishing(t, "mesh.mod.catalog.event.upgraded")
+			controller.isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
+			controller.isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
+			controller.isRefusedPublishing(t, "mesh.control.report.anchor")
+			controller.isRefusedSubscribing(t, "_INBOX.mod.anchor.catalog.>")
+			controller.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
+		})
+		t.Run("an unknown user", func(t *testing.T) {
+			b.cannotConnect(t, "mod.anchor.ghost", b.passwords["mod.anchor.catalog"])
+		})
+		t.Run("a known user with a wrong password", func(t *testing.T) {
+			// Another user's real password: a credential that works, for someone else.
+			b.cannotConnect(t, "mod.anchor.catalog", b.passwords["mod.laptop.notifier"])
+		})
+		t.Run("the enrolment user publishing anything but its enrolment request", func(t *testing.T) {
+			enrol := b.connect(t, "enrol.laptop")
+			for _, subject := range []string{
+				"mesh.control.enrol.anchor",
+				"mesh.control.report.laptop",
+				"mesh.control.heartbeat.laptop",
+				"mesh.mod.catalog.event.upgraded",
+				"mesh.mod.catalog.tool.lookup",
+				"mesh.seat.image-store.accept.push",
+				"$JS.API.STREAM.INFO.CONTROL",
+			} {
+				enrol.isRefusedPublishing(t, subject)
+			}
+			enrol.isRefusedSubscribing(t, "_INBOX.enrol.anchor.>")
+			enrol.isRefusedSubscribing(t, "_DELIVER.NODES.laptop")
+		})
+	})
+}
+
+// TestAckGrantsCoverTheNewerAckForm proves the second ack grant, `$JS.ACK.*.*.S.C.>`: with
+// js_ack_fc_v2 on, a server sends `$JS.ACK.<domain>.<account hash>.S.C.…` as the reply of every
+// delivery, and a v1-only grant refuses every ack (NATS-FACTS §6). The flag is off by default in
+// 2.15.2 and due to become the default, so a mesh must survive the day its server turns it on.
+func TestAckGrantsCoverTheNewerAckForm(t *testing.T) {
+	b := startBus(t, "testdata/proof.txtar", "feature_flags {\n  js_ack_fc_v2: true\n}\n")
+
+	t.Run("a module acks its own consumer twice in the newer form", func(t *testing.T) {
+		catalog := b.connect(t, "mod.anchor.catalog")
+		notifier := b.connect(t, "mod.laptop.notifier")
+		upgraded := catalog.publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+		got := notifier.pullsAndAcksTwice(t, "EVENTS", "laptop_notifier", upgraded)
+		requireNewerAckForm(t, got[0].Reply(), "EVENTS", "laptop_notifier")
+	})
+	t.Run("a holder acks its seat's work twice in the newer form", func(t *testing.T) {
+		builder := b.connect(t, "mod.laptop.builder")
+		registry := b.connect(t, "mod.anchor.registry")
+		push := builder.publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
+		got := registry.pullsAndAcksTwice(t, "SEAT_IMAGE_STORE", "holder", push)
+		requireNewerAckForm(t, got[0].Reply(), "SEAT_IMAGE_STORE", "holder")
+	})
+	t.Run("a machine acks its declaration twice in the newer form", func(t *testing.T) {
+		node := b.connect(t, "node.anchor")
+		controller := b.connect(t, "mesh-controller")
+		deliveries := node.subscribes(t, "_DELIVER.NODES.anchor")
+		declaration := controller.publishesAndIsStored(t, "mesh.node.anchor.declare", "NODES")
+		m := node.receivesPushedAndAcksTwice(t, deliveries, declaration)
+		requireNewerAckForm(t, m.Reply, "NODES", "anchor")
+		controller.seesNothingAwaitingAck(t, "NODES", "anchor")
+	})
+	t.Run("a machine acking another machine's consumer in the newer form is refused", func(t *testing.T) {
+		b.connect(t, "node.anchor").isRefusedPublishing(t, "$JS.ACK._.ACCHASH.NODES.laptop.1.1.1.1700000000000000000.0")
+	})
+}
+
+// requireNewerAckForm requires a delivery's reply to be the v2 ack subject of stream/consumer,
+// so the test above cannot pass on the v1 form if the flag is ever dropped or renamed.
+func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
+	t.Helper()
+	tokens := strings.Split(reply, ".")
+	if len(tokens) < 11 || tokens[0] != "$JS" || tokens[1] != "ACK" || tokens[4] != stream || tokens[5] != consumer {
+		t.Fatalf("the delivery's reply %q is not the newer ack form $JS.ACK.<domain>.<account hash>.%s.%s.…", reply, stream, consumer)
+	}
+}
+
+// bus is a real embedded server running a compiled catalogue, with every user's password.
+type bus struct {
+	url       string
+	passwords map[string]string
+}
+
+// startBus loads a catalogue, mints a password for every bus user, renders accounts.conf with
+// their hashes, starts a server from a configuration that includes it, and applies the plan as
+// mesh-controller — the path `meshc up` takes. serverConf is added to the server's own half.
+func startBus(t *testing.T, archive, serverConf string) *bus {
+	t.Helper()
+	cat, findings := testcat.Load(t, archive)
+	for _, f := range findings {
+		if f.Severity == catalogue.Error {
+			t.Fatalf("the proof's catalogue is broken: %v", f)
+		}
+	}
+	plan, findings := compiler.Compile(catalogue.NewIndex(cat))
+	for _, f := range findings {
+		if f.Severity == catalogue.Error {
+			t.Fatalf("the proof's catalogue does not compile: %v", f)
+		}
+	}
+	b := &bus{passwords: map[string]string{}}
+	for i := range plan.Users {
+		pw, hash, err := catalogue.MintPassword()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.passwords[plan.Users[i].Name] = pw
+		plan.Users[i].Hash = hash
+	}
+	accounts, err := emit.Accounts(plan, emit.AccountsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), accounts, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf("host: \"127.0.0.1\"\nport: -1\njetstream {\n  store_dir: %q\n}\n%sinclude \"accounts.conf\"\n",
+		filepath.Join(dir, "jetstream"), serverConf)
+	confPath := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(confPath)
+	if err != nil {
+		t.Fatalf("the server refused the composed configuration: %v", err)
+	}
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the embedded server was not ready in 10 s")
+	}
+	b.url = srv.ClientURL()
+
+	controller := b.connect(t, compiler.ControllerUser)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	live, err := apply.Read(ctx, controller.nc, apply.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := apply.Apply(ctx, controller.js, apply.Diff(live, plan, apply.DiffOptions{}), apply.Options{}); err != nil {
+		t.Fatalf("applying the plan as mesh-controller: %v", err)
+	}
+	controller.sawNoViolation(t)
+	return b
+}
+
+// client is one bus user's connection, remembering every permission violation the server sent it.
+type client struct {
+	user string
+	nc   *nats.Conn
+	js   jetstream.JetStream
+
+	mu         sync.Mutex
+	violations []string
+}
+
+// connect connects as user with its own inbox prefix, as every mesh client does (a user may only
+// subscribe its own inbox), for the rest of the subtest.
+func (b *bus) connect(t *testing.T, user string) *client {
+	t.Helper()
+	c := &client{user: user}
+	nc, err := nats.Connect(b.url,
+		nats.UserInfo(user, b.passwords[user]),
+		nats.CustomInboxPrefix("_INBOX."+user),
+		nats.NoReconnect(),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				c.mu.Lock()
+				c.violations = append(c.violations, err.Error())
+				c.mu.Unlock()
+			}
+		}))
+	if err != nil {
+		t.Fatalf("%s cannot connect: %v", user, err)
+	}
+	t.Cleanup(nc.Close)
+	c.nc = nc
+	if c.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// cannotConnect proves the server refuses user with password at connect.
+func (b *bus) cannotConnect(t *testing.T, user, password string) {
+	t.Helper()
+	nc, err := nats.Connect(b.url, nats.UserInfo(user, password), nats.NoReconnect())
+	if err == nil {
+		nc.Close()
+		t.Fatalf("%s connected with a password that is not its own", user)
+	}
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("%s was turned away, but not by authorization: %v", user, err)
+	}
+}
+
+func context5s(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// payload makes a message body no other subtest sends, so a consumer shared across subtests can
+// tell this subtest's messages from earlier ones.
+func payload(t *testing.T, subject string) string {
+	return fmt.Sprintf("%s %s %d", t.Name(), subject, time.Now().UnixNano())
+}
+
+// publishesAndIsStored publishes on subject as a JetStream publish and requires the PubAck of
+// stream: the grant let it through and the stream stored it. It returns the body it sent.
+func (c *client) publishesAndIsStored(t *testing.T, subject, stream string) string {
+	t.Helper()
+	body := payload(t, subject)
+	c.publishesAndIsStoredWith(t, subject, stream, body)
+	return body
+}
+
+func (c *client) publishesAndIsStoredWith(t *testing.T, subject, stream, body string) {
+	t.Helper()
+	ack, err := c.js.Publish(context5s(t), subject, []byte(body))
+	if err != nil {
+		t.Fatalf("%s publishing %s got no PubAck: %v (violations: %v)", c.user, subject, err, c.seen())
+	}
+	if ack.Stream != stream {
+		t.Fatalf("%s published %s and %s stored it, want %s", c.user, subject, ack.Stream, stream)
+	}
+	c.sawNoViolation(t)
+}
+
+// publishesLive publishes on subject without JetStream (heartbeats, answers) and returns the body.
+func (c *client) publishesLive(t *testing.T, subject string) string {
+	t.Helper()
+	body := payload(t, subject)
+	if err := c.nc.Publish(subject, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	return body
+}
+
+// subscribes subscribes subject and requires the server to take the subscription.
+func (c *client) subscribes(t *testing.T, subject string) *nats.Subscription {
+	t.Helper()
+	sub, err := c.nc.SubscribeSync(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	return sub
+}
+
+// pullsAndAcksTwice binds the durable consumer of stream with the user's own grants and pulls
+// until every wanted body has arrived. Every message fetched is acknowledged twice, `+WPI` then
+// `+ACK` (waiting for the server's confirmation): with allow_responses a missing ack grant would
+// pass for one ack and fail only the second (NATS-FACTS §10). It then requires nothing awaiting
+// an ack, and returns the wanted messages in the order given.
+func (c *client) pullsAndAcksTwice(t *testing.T, stream, consumer string, want ...string) []jetstream.Msg {
+	t.Helper()
+	ctx := context5s(t)
+	cons, err := c.js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		t.Fatalf("%s cannot bind its consumer %s on %s: %v (violations: %v)", c.user, consumer, stream, err, c.seen())
+	}
+	got := map[string]jetstream.Msg{}
+	for len(got) < len(want) {
+		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(3*time.Second))
+		if err != nil {
+			t.Fatalf("%s pulling %s: %v (violations: %v)", c.user, consumer, err, c.seen())
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			if err := m.InProgress(); err != nil {
+				t.Fatalf("%s sending +WPI on %s: %v", c.user, consumer, err)
+			}
+			if err := m.DoubleAck(ctx); err != nil {
+				t.Fatalf("%s acknowledging on %s after +WPI: %v (violations: %v)", c.user, consumer, err, c.seen())
+			}
+			if slices.Contains(want, string(m.Data())) {
+				got[string(m.Data())] = m
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			t.Fatalf("%s pulling %s: %v (violations: %v)", c.user, consumer, err, c.seen())
+		}
+		if n == 0 {
+			t.Fatalf("%s's consumer %s on %s delivered nothing in 3 s; still missing %d of %d messages (violations: %v)",
+				c.user, consumer, stream, len(want)-len(got), len(want), c.seen())
+		}
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatalf("%s reading its consumer %s: %v", c.user, consumer, err)
+	}
+	if info.NumAckPending != 0 {
+		t.Fatalf("%s acknowledged everything it pulled from %s, yet %d messages still await an ack: the server refused an ack",
+			c.user, consumer, info.NumAckPending)
+	}
+	c.sawNoViolation(t)
+	out := make([]jetstream.Msg, len(want))
+	for i, w := range want {
+		out[i] = got[w]
+	}
+	return out
+}
+
+// receivesPushedAndAcksTwice takes the wanted body from a push consumer's delivery subscription
+// and acks it twice, `+WPI` then `+ACK` waiting for the server's confirmation.
+func (c *client) receivesPushedAndAcksTwice(t *testing.T, sub *nats.Subscription, want string) *nats.Msg {
+	t.Helper()
+	for {
+		m, err := sub.NextMsg(3 * time.Second)
+		if err != nil {
+			t.Fatalf("%s received nothing on %s: %v (violations: %v)", c.user, sub.Subject, err, c.seen())
+		}
+		if err := m.InProgress(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AckSync(nats.AckWait(3 * time.Second)); err != nil {
+			t.Fatalf("%s acknowledging its declaration after +WPI: %v (violations: %v)", c.user, err, c.seen())
+		}
+		if string(m.Data) == want {
+			c.sawNoViolation(t)
+			return m
+		}
+	}
+}
+
+// seesNothingAwaitingAck reads a consumer (as a user allowed to) and requires every delivery acked.
+func (c *client) seesNothingAwaitingAck(t *testing.T, stream, consumer string) {
+	t.Helper()
+	if info := c.consumerInfo(t, stream, consumer); info.NumAckPending != 0 {
+		t.Fatalf("%d messages on %s/%s still await an ack: the server refused an ack", info.NumAckPending, stream, consumer)
+	}
+}
+
+// consumerInfo reads a consumer by the API's INFO request, which answers for pull and push
+// consumers alike (the jetstream client binds each kind by a different call).
+func (c *client) consumerInfo(t *testing.T, stream, consumer string) *jetstream.ConsumerInfo {
+	t.Helper()
+	m, err := c.nc.RequestWithContext(context5s(t), "$JS.API.CONSUMER.INFO."+stream+"."+consumer, nil)
+	if err != nil {
+		t.Fatalf("%s reading %s/%s: %v (violations: %v)", c.user, stream, consumer, err, c.seen())
+	}
+	var info struct {
+		jetstream.ConsumerInfo
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Error != nil {
+		t.Fatalf("%s reading %s/%s: %v", c.user, stream, consumer, info.Error)
+	}
+	return &info.ConsumerInfo
+}
+
+// serves answers every request on a tool subject for the rest of the subtest.
+func (c *client) serves(t *testing.T, tool string) {
+	t.Helper()
+	_, err := c.nc.Subscribe(tool, func(m *nats.Msg) {
+		m.Respond([]byte(c.user + " answers " + string(m.Data)))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	t.Cleanup(func() {
+		if c.nc.LastError() != nil {
+			t.Errorf("%s serving %s: %v (violations: %v)", c.user, tool, c.nc.LastError(), c.seen())
+		}
+	})
+}
+
+// callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
+func (c *client) callsAndIsAnswered(t *testing.T, tool string) {
+	t.Helper()
+	body := payload(t, tool)
+	reply, err := c.nc.Request(tool, []byte(body), 3*time.Second)
+	if err != nil {
+		t.Fatalf("%s calling %s: %v (violations: %v)", c.user, tool, err, c.seen())
+	}
+	if !strings.HasSuffix(string(reply.Data), " answers "+body) {
+		t.Fatalf("%s called %s and got %q, not the tool's answer", c.user, tool, reply.Data)
+	}
+	c.sawNoViolation(t)
+}
+
+// receives requires the wanted body to arrive on sub.
+func receives(t *testing.T, sub *nats.Subscription, want string) {
+	t.Helper()
+	for {
+		m, err := sub.NextMsg(3 * time.Second)
+		if err != nil {
+			t.Fatalf("nothing arrived on %s: %v", sub.Subject, err)
+		}
+		if string(m.Data) == want {
+			return
+		}
+	}
+}
+
+// receivesNothing requires nothing to arrive on sub. Called after a refusal was already proven by
+// its violation, so the short wait only catches a message the server let through anyway.
+func receivesNothing(t *testing.T, sub *nats.Subscription) {
+	t.Helper()
+	if m, err := sub.NextMsg(200 * time.Millisecond); err == nil {
+		t.Fatalf("%q arrived on %s", m.Data, sub.Subject)
+	}
+}
+
+// isRefusedPublishing publishes on subject and requires the server's violation for it.
+func (c *client) isRefusedPublishing(t *testing.T, subject string) {
+	t.Helper()
+	if err := c.nc.Publish(subject, []byte(payload(t, subject))); err != nil {
+		t.Fatal(err)
+	}
+	c.refused(t, "Publish", subject)
+}
+
+// isRefusedRequesting sends a request on subject with a reply to the user's own inbox (a pull, an
+// API call) and requires the server's violation for it — not merely no answer.
+func (c *client) isRefusedRequesting(t *testing.T, subject string) {
+	t.Helper()
+	if err := c.nc.PublishRequest(subject, c.nc.NewInbox(), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	c.refused(t, "Publish", subject)
+}
+
+// isRefusedSubscribing subscribes subject and requires the server's violation for it.
+func (c *client) isRefusedSubscribing(t *testing.T, subject string) {
+	t.Helper()
+	if _, err := c.nc.SubscribeSync(subject); err != nil {
+		t.Fatal(err)
+	}
+	c.refused(t, "Subscription", subject)
+}
+
+// refused waits for the server's "Permissions Violation for <op> to "<subject>"" on this
+// connection. The server sends it before the PONG that ends Flush; the error handler runs on the
+// client's own goroutine a moment later, hence the short wait.
+func (c *client) refused(t *testing.T, op, subject string) {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c.mu.Lock()
+		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
+		if i >= 0 {
+			c.violations = slices.Delete(c.violations, i, i+1)
+		}
+		c.mu.Unlock()
+		if i >= 0 {
+			return
+		}
+	}
+	t.Fatalf("%s: the server did not refuse %s on %s (violations seen: %v)", c.user, strings.ToLower(op), subject, c.seen())
+}
+
+// sawNoViolation requires that the server never refused this connection anything. The server
+// writes a violation before the PONG that ends Flush, and the client records it as the
+// connection's last error while reading, so after Flush LastError is complete.
+func (c *client) sawNoViolation(t *testing.T) {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+		t.Fatalf("%s was refused: %v (all violations: %v)", c.user, err, c.seen())
+	}
+	if v := c.seen(); len(v) > 0 {
+		t.Fatalf("%s was refused: %v", c.user, v)
+	}
+}
+
+func (c *client) seen() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.violations)
+}
