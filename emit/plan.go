@@ -31,7 +31,7 @@ type planConsumer struct {
 // then name, 2-space indented with a trailing newline. It refuses a Plan with two streams of one
 // name or two consumers of one name on one stream: apply would assert one over the other.
 func PlanJSON(p *compiler.Plan) ([]byte, error) {
-	f := planFile{Streams: []jetstream.StreamConfig{}, Consumers: []planConsumer{}}
+	f := planFile{Streams: make([]jetstream.StreamConfig, 0, len(p.Streams)), Consumers: make([]planConsumer, 0, len(p.Consumers))}
 	for _, s := range p.Streams {
 		f.Streams = append(f.Streams, s.Config)
 	}

@@ -1,0 +1,106 @@
+package benchmarks
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/internal/synth"
+	"meshc/lint"
+)
+
+// seed makes every benchmark measure the same catalogue on every run and machine.
+const seed = 1
+
+// writeCatalogue writes a synthetic catalogue of n modules into a fresh directory.
+func writeCatalogue(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	if err := synth.Write(dir, n, seed); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// compiledPlan compiles a synthetic catalogue of n modules, refusing one with findings: a
+// benchmark of the unhealthy path would measure the cost of reporting faults instead.
+func compiledPlan(b *testing.B, n int) *compiler.Plan {
+	b.Helper()
+	c, loaded, err := catalogue.Load(writeCatalogue(b, n))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if fs := lint.Run(c, loaded); len(fs) > 0 {
+		b.Fatalf("the synthetic catalogue of %d modules has %d findings, first: %s", n, len(fs), fs[0])
+	}
+	p, _ := compiler.Compile(catalogue.NewIndex(c))
+	return p
+}
+
+// bus is one in-process JetStream server with a client connection: loopback, a random port, a
+// store of its own, so a benchmark measures the server's real work (file store included).
+type bus struct {
+	srv   *server.Server
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	store string
+}
+
+func startBus(b *testing.B) *bus {
+	b.Helper()
+	// Not b.TempDir: BenchmarkReapply keeps its bus beyond the benchmark that made it. stop
+	// removes the store.
+	store, err := os.MkdirTemp("", "meshc-bench-store-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: store,
+		NoLog: true, NoSigs: true,
+		// nats-server 2.15 allows 1,000 consumers per stream unless told otherwise
+		// (JSDefaultMaxConsumersPerStream; -1 on a stream does not opt out), and meshc puts one
+		// consumer per running module on EVENTS: a bus for a large mesh needs
+		// `jetstream { limits { default_max_consumers: -1 } }`, as this one has.
+		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: -1},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		b.Fatal("server not ready")
+	}
+	nc, err := nats.Connect(s.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &bus{srv: s, nc: nc, js: js, store: store}
+}
+
+// stop shuts the server down and removes its store, so a benchmark of many iterations does not
+// fill the disk with buses it no longer needs.
+func (x *bus) stop() {
+	x.nc.Close()
+	x.srv.Shutdown()
+	x.srv.WaitForShutdown()
+	os.RemoveAll(x.store)
+}
+
+// size names a plan's size as a sub-benchmark's key (one key=value, which benchstat reads as a
+// configuration), and logs how it splits into streams and consumers.
+func size(b *testing.B, p *compiler.Plan) string {
+	b.Helper()
+	b.Logf("plan: %d streams, %d consumers", len(p.Streams), len(p.Consumers))
+	return fmt.Sprintf("objects=%d", len(p.Streams)+len(p.Consumers))
+}
