@@ -1,6 +1,7 @@
 package catalogue
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -190,10 +191,16 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 		return fail(0, "cannot be read: %s", plainError(err))
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err == nil && !info.Mode().IsRegular() {
-		return fail(0, "is not a regular file; a catalogue file holds one YAML document")
+	var data []byte
+	if info, err := f.Stat(); err == nil {
+		if !info.Mode().IsRegular() {
+			return fail(0, "is not a regular file; a catalogue file holds one YAML document")
+		}
+		if info.Size() <= MaxFileSize {
+			data = make([]byte, 0, info.Size()+1) // one read, no regrowth
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	data, err = readAll(io.LimitReader(f, MaxFileSize+1), data)
 	if err != nil {
 		return fail(0, "cannot be read: %s", plainError(err))
 	}
@@ -210,7 +217,7 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 		return fail(0, "is empty; write its YAML, or delete it")
 	}
 
-	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
@@ -231,6 +238,10 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 	}
 	if len(doc.Content) == 0 {
 		return fail(0, "is empty; write its YAML, or delete it")
+	}
+	// An alias is written *name: a file without a '*' has none, and nothing to measure.
+	if !bytes.ContainsRune(data, '*') {
+		return doc.Content[0]
 	}
 	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}); n > maxExpandedNodes {
 		return fail(0, "expands to more than %d values through its aliases (&anchor/*alias): "+
@@ -266,6 +277,23 @@ func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
 	}
 	memo[n] = size
 	return size
+}
+
+// readAll is io.ReadAll into a buffer the caller may have sized already.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)

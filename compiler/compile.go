@@ -32,6 +32,19 @@ const NodeAckWait = 5 * time.Minute
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c := &compilation{ix: ix, plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value}, users: map[string]catalogue.Pos{}}
+	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
+	// thousands of them by doubling copies them over and over.
+	users, consumers := 1, 3+len(ix.Seats)
+	if inv := ix.Catalogue.Inventory; inv != nil {
+		users += 2*len(inv.Nodes) + len(inv.People)
+		consumers += len(inv.Nodes)
+		for _, n := range inv.Nodes {
+			users += len(n.Runs)
+			consumers += len(n.Runs)
+		}
+	}
+	c.plan.Users = make([]User, 0, users)
+	c.plan.Consumers = make([]Consumer, 0, consumers)
 	c.controller()
 	c.machines()
 	c.people()
@@ -39,6 +52,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
+	c.roomForConsumers()
 
 	slices.SortFunc(c.plan.Streams, func(a, b Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
 	slices.SortFunc(c.plan.Consumers, func(a, b Consumer) int {
@@ -412,6 +426,29 @@ func (c *compilation) consumers() {
 		if len(seat.Accepts) > 0 {
 			add(SeatStream(seat.Name.Value), withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
 				SeatWork(seat.Name.Value)), seat.Name.Pos)
+		}
+	}
+}
+
+// ServerDefaultMaxConsumers is how many consumers nats-server lets a stream have unless the
+// stream says otherwise (JSDefaultMaxConsumersPerStream, 2.15). A stream's -1 does not lift it:
+// only a positive max_consumers on the stream does (server/consumer.go).
+const ServerDefaultMaxConsumers = 1000
+
+// roomForConsumers gives a stream holding more consumers than the server allows by default a
+// max_consumers of its own, rounded up to the next thousand. EVENTS has one consumer per
+// consuming module per machine and NODES one per machine, so a large mesh passes the default;
+// without this its apply fails at the 1,001st consumer with "maximum consumers limit reached".
+// Rounded, so adding a module changes the stream only when it crosses a thousand.
+func (c *compilation) roomForConsumers() {
+	count := map[string]int{}
+	for _, k := range c.plan.Consumers {
+		count[k.Stream]++
+	}
+	for i := range c.plan.Streams {
+		s := &c.plan.Streams[i].Config
+		if n := count[s.Name]; n > ServerDefaultMaxConsumers {
+			s.MaxConsumers = (n/1000 + 1) * 1000
 		}
 	}
 }

@@ -414,3 +414,36 @@ func TestSubjectAlgebra(t *testing.T) {
 		t.Errorf("Minimise = %v", got)
 	}
 }
+
+// coversSubject is Covers without splitting the narrow side: the two must agree everywhere.
+func TestCoversSubjectAgreesWithCovers(t *testing.T) {
+	subjects := []string{"a", "a.b", "a.b.c", "a.*", "a.>", "*", ">", "*.b", "a.*.c", "a.b.>", "x.y", "$JS.ACK.*.*.EVENTS.n_m.>", "$JS.ACK.EVENTS.n_m.>", "$JS.ACK.a.b.EVENTS.n_m.1.2"}
+	for _, w := range subjects {
+		for _, n := range subjects {
+			if got, want := coversSubject(strings.Split(w, "."), n), Covers(w, n); got != want {
+				t.Errorf("coversSubject(%q, %q) = %v, Covers = %v", w, n, got, want)
+			}
+		}
+	}
+}
+
+// Past the server's default of 1,000 consumers a stream gets room of its own, rounded up to the
+// next thousand; under it the stream says nothing and the server's default stands.
+func TestAStreamPastTheDefaultConsumerLimitGetsRoom(t *testing.T) {
+	c := &compilation{plan: &Plan{
+		Streams: []Stream{{Config: jetstream.StreamConfig{Name: "EVENTS"}}, {Config: jetstream.StreamConfig{Name: "NODES"}}},
+	}}
+	for range 1001 {
+		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: "EVENTS"})
+	}
+	for range 1000 {
+		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: "NODES"})
+	}
+	c.roomForConsumers()
+	if got := c.plan.Streams[0].Config.MaxConsumers; got != 2000 {
+		t.Errorf("EVENTS with 1,001 consumers: max_consumers %d, want 2000", got)
+	}
+	if got := c.plan.Streams[1].Config.MaxConsumers; got != 0 {
+		t.Errorf("NODES with 1,000 consumers: max_consumers %d, want the server's default (0)", got)
+	}
+}

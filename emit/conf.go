@@ -6,6 +6,7 @@
 package emit
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -87,7 +88,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 		return nil, err
 	}
 
-	var b strings.Builder
+	var b bytes.Buffer
 	b.Grow(sizeHint(p))
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
@@ -107,7 +108,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.WriteString("    ]\n")
 	b.WriteString("  }\n")
 	b.WriteString("}\n")
-	return []byte(b.String()), nil
+	return b.Bytes(), nil
 }
 
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
@@ -153,7 +154,7 @@ func checkPermission(user, dir string, perm compiler.Permission) error {
 		confQuote(user), dir, what, dir)
 }
 
-func writeUser(b *strings.Builder, u compiler.User) {
+func writeUser(b *bytes.Buffer, u compiler.User) {
 	const in = "        "
 	b.WriteString("      {\n")
 	fmt.Fprintf(b, "%suser: %s\n", in, confQuote(u.Name))
@@ -170,7 +171,7 @@ func writeUser(b *strings.Builder, u compiler.User) {
 
 // writePermission writes the allow and deny lists that are not empty; an empty one is left out,
 // never written `[]` (checkPermission has made sure leaving it out narrows nothing).
-func writePermission(b *strings.Builder, in, dir string, perm compiler.Permission) {
+func writePermission(b *bytes.Buffer, in, dir string, perm compiler.Permission) {
 	fmt.Fprintf(b, "%s%s: {\n", in, dir)
 	writeList(b, in+"  ", "allow", perm.Allow)
 	writeList(b, in+"  ", "deny", perm.Deny)
@@ -179,7 +180,7 @@ func writePermission(b *strings.Builder, in, dir string, perm compiler.Permissio
 
 // writeList writes one subject on one line and several one per line, so a changed manifest
 // changes the lines of the subjects it changed and no others.
-func writeList(b *strings.Builder, in, key string, subjects []string) {
+func writeList(b *bytes.Buffer, in, key string, subjects []string) {
 	switch len(subjects) {
 	case 0:
 		return

@@ -348,3 +348,21 @@ func TestReviewCellsStayInTheirColumns(t *testing.T) {
 		t.Errorf("%d rows for the renamed user, want 5 (1 publish, 3 subscribe, 1 reply):\n%s", rows, out)
 	}
 }
+
+// Render gives exactly what the three renderers give one by one.
+func TestRenderIsTheThreeRenderings(t *testing.T) {
+	p := testPlan()
+	r, err := Render(p, AccountsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts, _ := Accounts(p, AccountsOptions{})
+	plan, _ := PlanJSON(p)
+	if !bytes.Equal(r.Accounts, accounts) || !bytes.Equal(r.Plan, plan) || !bytes.Equal(r.Review, Review(p)) {
+		t.Fatal("Render differs from Accounts, PlanJSON and Review")
+	}
+	p.Users[0].Hash = ""
+	if _, err := Render(p, AccountsOptions{}); err == nil {
+		t.Fatal("Render did not pass on the refusal of a user without a hash")
+	}
+}

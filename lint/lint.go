@@ -17,7 +17,27 @@ import (
 // it is about: a later check skips a marked value, so one bad value gets one finding, from the
 // rule that says most precisely what to do (SPEC §3, "How the rules meet").
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
+	findings, _ := Check(c, loaded)
+	return findings
+}
+
+// Check is Run that also returns the plan the compiler derived on the way, so a caller that
+// goes on to emit or apply does not compile the catalogue a second time. The plan is only worth
+// using when the findings hold no error.
+func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
 	l := &linter{ix: catalogue.NewIndex(c), loaded: loaded, marked: map[catalogue.Pos]bool{}}
+
+	// The compiler only reads the catalogue and its index, as the checks below do, so it runs
+	// beside them: on a large catalogue that is most of lint's time, hidden.
+	type compilation struct {
+		plan     *compiler.Plan
+		findings catalogue.Findings
+	}
+	compiled := make(chan compilation, 1)
+	go func() {
+		p, f := compiler.Compile(l.ix)
+		compiled <- compilation{p, f}
+	}()
 
 	// One value at a time: grammar, reserved names, subjects where names belong.
 	l.checkNames()
@@ -36,14 +56,14 @@ func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 	// compiler reports them, so lint never derives a second plan that could disagree.
 	// A value that already has a finding (a seat named "*" is a name finding) gets no second
 	// one from what the compiler made of it, here or as the other place of a pair.
-	_, compiled := compiler.Compile(l.ix)
-	for _, f := range compiled {
+	done := <-compiled
+	for _, f := range done.findings {
 		if !l.marked[f.Pos] && !slices.ContainsFunc(f.Related, func(r catalogue.Related) bool { return l.marked[r.Pos] }) {
 			l.findings = append(l.findings, f)
 		}
 	}
 
-	return append(slices.Clone(loaded), l.findings...).Sorted()
+	return append(slices.Clone(loaded), l.findings...).Sorted(), done.plan
 }
 
 // linter is one run's state.

@@ -111,7 +111,7 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 		}
 		return nil, exitCantRun
 	}
-	findings := lint.Run(c, loaded)
+	findings, plan := lint.Check(c, loaded)
 	if findings.HasErrors() {
 		errs := catalogue.Findings{}
 		for _, f := range findings {
@@ -123,23 +123,18 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
 		return nil, exitFailed
 	}
-	plan, _ := compiler.Compile(catalogue.NewIndex(c))
 	return plan, exitOK
 }
 
 // render turns a plan into the golden files.
 func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, error) {
-	accounts, err := emit.Accounts(plan, opts)
-	if err != nil {
-		return nil, err
-	}
-	planJSON, err := emit.PlanJSON(plan)
+	r, err := emit.Render(plan, opts)
 	if err != nil {
 		return nil, err
 	}
 	return []golden.File{
-		{Name: "accounts.conf", Data: accounts},
-		{Name: "plan.json", Data: planJSON},
-		{Name: "permissions.md", Data: emit.Review(plan)},
+		{Name: "accounts.conf", Data: r.Accounts},
+		{Name: "plan.json", Data: r.Plan},
+		{Name: "permissions.md", Data: r.Review},
 	}, nil
 }
