@@ -23,8 +23,10 @@ type Options struct {
 	Prune bool
 	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
 	PurgeNonEmpty bool
-	// Concurrency bounds the requests in flight. Default 16: one request at a time is the
-	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (NATS-FACTS §9).
+	// Concurrency bounds the requests in flight. Default 64: one request at a time is the
+	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (NATS-FACTS §9), and on a
+	// slow disk the server's file store, not meshc, sets the pace, so more in flight keeps it
+	// busy (BENCHMARKS.md).
 	Concurrency int
 	// Progress, when set, is told after each object (never concurrently).
 	Progress func(Progress)
@@ -52,7 +54,7 @@ type Result struct {
 
 func (o Options) withDefaults() Options {
 	if o.Concurrency <= 0 {
-		o.Concurrency = 16
+		o.Concurrency = 64
 	}
 	if o.RetryFor <= 0 {
 		o.RetryFor = 60 * time.Second

@@ -93,11 +93,21 @@ func Review(p *compiler.Plan) []byte {
 }
 
 func reviewSizeHint(p *compiler.Plan) int {
-	rows := len(p.Streams) + len(p.Consumers)
+	n := 4096 + 160*(len(p.Streams)+len(p.Consumers))
 	for _, u := range p.Users {
-		rows += 2 + len(u.Publish.Allow) + len(u.Publish.Deny) + len(u.Subscribe.Allow) + len(u.Subscribe.Deny)
+		// Each row repeats the user's two cells and adds its subject: sized, not guessed, since
+		// an overestimate is megabytes allocated for nothing at 10,000 modules.
+		prefix := len(u.Name) + len(u.Kind) + 16
+		rows := 2
+		for _, list := range [][]string{u.Publish.Allow, u.Publish.Deny, u.Subscribe.Allow, u.Subscribe.Deny} {
+			rows += len(list)
+			for _, subject := range list {
+				n += len(subject) + 24
+			}
+		}
+		n += rows*prefix + 64
 	}
-	return 1024 + 100*rows
+	return n
 }
 
 // code writes s as a Markdown code span that cannot break out of its table cell: a string with

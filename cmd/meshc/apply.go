@@ -19,7 +19,7 @@ const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--pru
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
-consumers, a bounded number of requests in flight, and applying twice changes nothing. It
+consumers, at most 64 requests in flight, and applying twice changes nothing. It
 asserts rather than creates: a missing object is created, a differing one updated, and where a
 consumer starts (deliver policy, start sequence or time) is its history and is carried across.
 A push consumer whose delivery subject would move while a subscriber is bound keeps its subject,
@@ -43,7 +43,7 @@ Flags:
   --allow-replace   delete and re-make objects whose change cannot be made in place
   --prune           delete objects the plan no longer has
   --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
-  --concurrency N   requests in flight (default 16)
+  --concurrency N   requests in flight (default 64)
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
   --reload TARGET   after writing it, signal nats-server (a PID or its pid file) to reload
@@ -64,7 +64,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	allowReplace := fs.Bool("allow-replace", false, "re-make objects whose change cannot be made in place")
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
-	concurrency := fs.Int("concurrency", 16, "requests in flight")
+	concurrency := fs.Int("concurrency", 64, "requests in flight")
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
