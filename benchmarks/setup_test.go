@@ -63,12 +63,9 @@ func startBus(b *testing.B) *bus {
 	}
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: store,
+		// The server's defaults, limits included: nats-server allows 1,000 consumers per stream
+		// unless the stream says otherwise, and the compiler gives EVENTS room past that.
 		NoLog: true, NoSigs: true,
-		// nats-server 2.15 allows 1,000 consumers per stream unless told otherwise
-		// (JSDefaultMaxConsumersPerStream; -1 on a stream does not opt out), and meshc puts one
-		// consumer per running module on EVENTS: a bus for a large mesh needs
-		// `jetstream { limits { default_max_consumers: -1 } }`, as this one has.
-		JetStreamLimits: server.JSLimitOpts{DefaultMaxConsumers: -1},
 	})
 	if err != nil {
 		b.Fatal(err)
