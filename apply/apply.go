@@ -263,9 +263,17 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 		}
 	}
 	want := *c.ConsumerConfig
+	recreates := 0
 	err := a.call(ctx, func(ctx context.Context) error {
 		if c.Action != Update {
 			_, err := a.js.CreateConsumer(ctx, c.Stream, want)
+			if c.Action == Replace && recreates < 5 && stillDeleting(err) {
+				// The server may still be removing the old consumer's files when the new one of
+				// the same name writes its own, and the create fails on a rename. Waiting lets
+				// the delete finish; the create is safe to repeat (an identical one answers OK).
+				recreates++
+				return errStillDeleting
+			}
 			return err
 		}
 		_, err := a.js.UpdateConsumer(ctx, c.Stream, want)
@@ -301,9 +309,25 @@ func oldValue(fields []Field, name string) (string, bool) {
 // leader change), no responders (briefly, while a server restarts), 10008 (JetStream
 // temporarily unavailable) and 10023 (insufficient resources while peers are down). Anything
 // else will not pass by waiting.
+// errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
+// wait is all it needs.
+var errStillDeleting = errors.New("the replaced consumer's files were still being removed")
+
+// stillDeleting reports the server's error for a consumer created while the previous consumer
+// of that name was still being removed from its file store: 500/10012 naming a rename of the
+// consumer's state file that found nothing to rename. Seen here on a re-create right after a
+// delete; only the replace path asks, where the delete is its own.
+func stillDeleting(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == 10012 &&
+		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
+}
+
 func retryable(err error) bool {
 	var ae *jetstream.APIError
 	switch {
+	case errors.Is(err, errStillDeleting):
+		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
 		return true
 	case errors.As(err, &ae):

@@ -573,6 +573,23 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 	requireEmpty(t, Diff(live, plan, DiffOptions{}), "all consumers were made")
 }
 
+func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
+	race := &jetstream.APIError{Code: 500, ErrorCode: 10012,
+		Description: "rename /s/jetstream/$G/streams/EVENTS/obs/c/o.dat.tmp /s/jetstream/$G/streams/EVENTS/obs/c/o.dat: no such file or directory"}
+	if !stillDeleting(race) {
+		t.Error("the server's rename race after a delete was not recognised")
+	}
+	for _, other := range []error{
+		&jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "ack policy can not be updated"},
+		&jetstream.APIError{Code: 400, ErrorCode: 10013, Description: "consumer name already in use"},
+		errors.New("rename: no such file or directory"),
+	} {
+		if stillDeleting(other) {
+			t.Errorf("%v read as the rename race", other)
+		}
+	}
+}
+
 func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -587,6 +604,9 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 		{&jetstream.APIError{Code: 503, ErrorCode: 10039}, false},
 		{&refusedError{err: nats.ErrPermissionViolation}, false},
 		{errors.New("anything else"), false},
+		// Only the replace path turns the store's rename race into this, and only a few times.
+		{errStillDeleting, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "rename /x/o.dat.tmp /x/o.dat: no such file or directory"}, false},
 	} {
 		if got := retryable(tc.err); got != tc.want {
 			t.Errorf("retryable(%v) = %v, want %v", tc.err, got, tc.want)

@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/internal/natstest"
 )
 
 // runConfigured starts a real server from a configuration file, the way a mesh's server runs.
@@ -22,21 +24,7 @@ func runConfigured(t *testing.T, conf string) *server.Server {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
+	return natstest.FromConfig(t, path, false)
 }
 
 const accounts = `
@@ -121,18 +109,10 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 }
 
 func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("not ready")
-	}
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
+	s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	nc, js := connect(t, s.ClientURL())
 
-	_, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 600 * time.Millisecond})
+	_, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 600 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "is JetStream enabled") {
 		t.Fatalf("no JetStream read as: %v", err)
 	}

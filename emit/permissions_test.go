@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,6 +20,7 @@ import (
 	"meshc/catalogue"
 	"meshc/compiler"
 	"meshc/emit"
+	"meshc/internal/natstest"
 	"meshc/internal/testcat"
 )
 
@@ -326,21 +326,7 @@ func startBus(t *testing.T, archive, serverConf string) *bus {
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(confPath)
-	if err != nil {
-		t.Fatalf("the server refused the composed configuration: %v", err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the embedded server was not ready in 10 s")
-	}
-	b.url = srv.ClientURL()
+	b.url = natstest.FromConfig(t, confPath, false).ClientURL()
 
 	controller := b.connect(t, compiler.ControllerUser)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

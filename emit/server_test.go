@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/crypto/bcrypt"
+
+	"meshc/internal/natstest"
 )
 
 // writeServerConfig writes accounts.conf and a server configuration beside it that includes it by
@@ -73,15 +75,7 @@ func TestServerAcceptsAccounts(t *testing.T) {
 		t.Fatalf("the server refuses accounts.conf: %v\n%s", err, out)
 	}
 
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	s := natstest.Start(t, opts)
 
 	var mu sync.Mutex
 	violations := map[string][]error{}

@@ -5,26 +5,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"meshc/internal/natstest"
 	"meshc/internal/testcat"
 )
 
 // A NATS CLI context file is read the way the CLI reads it: the server and credentials come from
 // ~/.config/nats/context/NAME.json ($XDG_CONFIG_HOME first), and a flag overrides the context.
 func TestPlanConnectsThroughANATSContext(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true, Username: "ops", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	if !s.ReadyForConnections(5 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	s := natstest.JetStream(t, func(o *server.Options) { o.Username, o.Password = "ops", "s3cret" })
 
 	config := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", config)

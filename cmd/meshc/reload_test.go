@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"meshc/internal/natstest"
 	"meshc/internal/testcat"
 )
 
@@ -56,21 +56,8 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 		filepath.Join(conf, "js")+"\" }\ninclude \"accounts.conf\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(serverConf)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The server's own signal handling, as in production: SIGHUP reloads.
-	opts.NoLog, opts.NoSigs = true, false
-	s, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	defer func() { s.Shutdown(); s.WaitForShutdown() }()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
+	s := natstest.FromConfig(t, serverConf, true)
 
 	var disconnects atomic.Int32
 	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
