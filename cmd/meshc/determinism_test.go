@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aymanbagabas/go-udiff"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -102,4 +103,54 @@ func reverse(n *yaml.Node) {
 	for _, c := range n.Content {
 		reverse(c)
 	}
+}
+
+// Golden files are reviewed as diffs, so one changed manifest changes few lines: the catalog of
+// the example starts consuming one more event, and across the three files only the lines about
+// that event move (a filter in plan.json and in the review's consumer row; nothing in
+// accounts.conf, since the consumer's grants do not depend on its filters).
+func TestOneChangedManifestChangesFewGoldenLines(t *testing.T) {
+	dir := copyCatalogue(t, "../../examples/mesh", false)
+	before := filepath.Join(dir, "before")
+	if code, _, errs := meshc(t, "emit", dir, "-o", before); code != 0 {
+		t.Fatalf("emit: %d %s", code, errs)
+	}
+	manifest := filepath.Join(dir, "modules", "apps", "catalog.yaml")
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(data), "  - registry.image.deleted\n", "  - registry.image.deleted\n  - photos.album.shared\n", 1)
+	if changed == string(data) {
+		t.Fatal("the example's catalog manifest no longer has the line this test edits")
+	}
+	if err := os.WriteFile(manifest, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	after := filepath.Join(dir, "after")
+	if code, _, errs := meshc(t, "emit", dir, "-o", after); code != 0 {
+		t.Fatalf("emit after the change: %d %s", code, errs)
+	}
+	total := 0
+	for _, name := range []string{"accounts.conf", "plan.json", "permissions.md"} {
+		a, _ := os.ReadFile(filepath.Join(before, name))
+		b, _ := os.ReadFile(filepath.Join(after, name))
+		n := changedLines(string(a), string(b))
+		t.Logf("%s: %d line(s) changed", name, n)
+		total += n
+	}
+	if total == 0 || total > 4 {
+		t.Fatalf("one added consumed event changed %d golden lines; want a handful (1-4)", total)
+	}
+}
+
+// changedLines counts the lines a unified diff adds or removes.
+func changedLines(a, b string) int {
+	n := 0
+	for _, line := range strings.Split(udiff.Unified("a", "b", a, b), "\n") {
+		if (strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")) && !strings.HasPrefix(line, "+++") && !strings.HasPrefix(line, "---") {
+			n++
+		}
+	}
+	return n
 }
