@@ -390,6 +390,24 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 	}
 }
 
+// oldNodeConsumer makes NODES and anchor's declaration consumer as a running mesh holds it: made
+// before the delivery subject carried the stream (seed 003). ackWait, when set, differs from the
+// plan too, so an update has something besides the subject to change.
+func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, ackWait time.Duration) {
+	t.Helper()
+	old := plan.Consumers[4].Config
+	old.DeliverSubject = "_DELIVER.anchor"
+	if ackWait > 0 {
+		old.AckWait = ackWait
+	}
+	if _, err := js.CreateStream(t.Context(), plan.Streams[2].Config); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(t.Context(), "NODES", old); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The seed 003 story, against a real server with a subscriber really bound.
 func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	s := runServer(t)
@@ -397,14 +415,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	ctx := t.Context()
 	plan := meshPlan(1, jetstream.FileStorage)
 	// The consumer as a running mesh holds it: made before the subject carried the stream.
-	old := plan.Consumers[4].Config
-	old.DeliverSubject = "_DELIVER.anchor"
-	if _, err := js.CreateStream(ctx, plan.Streams[2].Config); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateConsumer(ctx, "NODES", old); err != nil {
-		t.Fatal(err)
-	}
+	oldNodeConsumer(t, js, plan, 0)
 	// The machine listens, the whole time.
 	machine, _ := connect(t, s.ClientURL())
 	sub, err := machine.SubscribeSync("_DELIVER.anchor")
@@ -459,15 +470,7 @@ func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
 	plan := meshPlan(1, jetstream.FileStorage)
-	old := plan.Consumers[4].Config
-	old.DeliverSubject = "_DELIVER.anchor"
-	old.AckWait = time.Minute
-	if _, err := js.CreateStream(ctx, plan.Streams[2].Config); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateConsumer(ctx, "NODES", old); err != nil {
-		t.Fatal(err)
-	}
+	oldNodeConsumer(t, js, plan, time.Minute)
 	live, err := Read(ctx, nc, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -505,14 +508,7 @@ func TestAnUnboundPushConsumerMoves(t *testing.T) {
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
 	plan := meshPlan(1, jetstream.FileStorage)
-	old := plan.Consumers[4].Config
-	old.DeliverSubject = "_DELIVER.anchor"
-	if _, err := js.CreateStream(ctx, plan.Streams[2].Config); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateConsumer(ctx, "NODES", old); err != nil {
-		t.Fatal(err)
-	}
+	oldNodeConsumer(t, js, plan, 0)
 	cs := diffNow(t, nc, plan, DiffOptions{})
 	var moved Change
 	for _, c := range cs.Items {

@@ -15,22 +15,18 @@ import (
 // unknown keys, wrong types.
 const RuleYAML = "yaml"
 
-// nodeBudget is a backstop behind the loader's alias check (expandedSize): the walker never
-// visits more values than a file was measured to expand to, but if it ever did, it stops.
-const nodeBudget = maxExpandedNodes
-
 // decoder walks one file's YAML node tree into the model, recording a finding for every
 // structural fault instead of stopping at the first, so a user fixes a file in one pass.
+//
+// It follows aliases without counting: the loader measured the file's expanded size before
+// handing it over (expandedSize), so an alias bomb never reaches the walk.
 type decoder struct {
 	file     string
 	findings *Findings
-	budget   int
-	// blown is set once the node budget is spent; everything after is skipped.
-	blown bool
 }
 
 func newDecoder(file string, findings *Findings) *decoder {
-	return &decoder{file: file, findings: findings, budget: nodeBudget}
+	return &decoder{file: file, findings: findings}
 }
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
@@ -48,20 +44,10 @@ func (d *decoder) failFile(format string, args ...any) {
 	})
 }
 
-// resolve follows aliases and spends the node budget. It returns nil once the budget is gone.
+// resolve follows aliases to the value they stand for.
 func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
-	if d.blown {
-		return nil
-	}
-	for n.Kind == yaml.AliasNode {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
-	}
-	d.budget--
-	if d.budget < 0 {
-		d.blown = true
-		d.fail(n, "this file expands to more than %d values through its aliases (&anchor/*alias); "+
-			"write the values out instead of nesting aliases", nodeBudget)
-		return nil
 	}
 	return n
 }
@@ -74,9 +60,7 @@ type field func(key, value *yaml.Node)
 // It returns the keys present, so a caller can say which required one is missing.
 func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) map[string]*yaml.Node {
 	seen := map[string]*yaml.Node{}
-	if n = d.resolve(n); n == nil {
-		return seen
-	}
+	n = d.resolve(n)
 	if n.Kind != yaml.MappingNode {
 		if !isNull(n) {
 			d.fail(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
@@ -84,10 +68,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) ma
 		return seen
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, value := n.Content[i], n.Content[i+1]
-		if key = d.resolve(key); key == nil {
-			return seen
-		}
+		key, value := d.resolve(n.Content[i]), n.Content[i+1]
 		if key.Kind != yaml.ScalarNode {
 			d.fail(key, "a key in %s must be a plain word, not %s", what, describe(key))
 			continue
@@ -127,9 +108,7 @@ func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]fiel
 // text decodes a string scalar. Numbers and booleans are refused rather than turned into text:
 // `name: true` is far more often a mistake than a module called "true".
 func (d *decoder) text(n *yaml.Node, what string) (Text, bool) {
-	if n = d.resolve(n); n == nil {
-		return Text{}, false
-	}
+	n = d.resolve(n)
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
 		d.fail(n, "%s must be a string, not %s%s", what, describe(n), quoteHint(n))
 		return Text{}, false
@@ -140,9 +119,7 @@ func (d *decoder) text(n *yaml.Node, what string) (Text, bool) {
 // texts decodes a list of strings. A single string where a list belongs is refused with the fix,
 // because `emits: built` silently meaning `[built]` would hide a misplaced key.
 func (d *decoder) texts(n *yaml.Node, what string) []Text {
-	if n = d.resolve(n); n == nil {
-		return nil
-	}
+	n = d.resolve(n)
 	if isNull(n) {
 		return nil
 	}
@@ -164,9 +141,7 @@ func (d *decoder) texts(n *yaml.Node, what string) []Text {
 }
 
 func (d *decoder) boolean(n *yaml.Node, what string) bool {
-	if n = d.resolve(n); n == nil {
-		return false
-	}
+	n = d.resolve(n)
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
 		d.fail(n, "%s must be true or false, not %s", what, describe(n))
 		return false
@@ -175,9 +150,7 @@ func (d *decoder) boolean(n *yaml.Node, what string) bool {
 }
 
 func (d *decoder) integer(n *yaml.Node, what string, least int64) int64 {
-	if n = d.resolve(n); n == nil {
-		return 0
-	}
+	n = d.resolve(n)
 	var v int64
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&v) != nil {
 		d.fail(n, "%s must be a whole number, not %s", what, describe(n))
@@ -205,7 +178,8 @@ func (d *decoder) duration(n *yaml.Node, what string) time.Duration {
 
 // list walks a sequence, calling each for every item.
 func (d *decoder) list(n *yaml.Node, what string, each func(*yaml.Node)) {
-	if n = d.resolve(n); n == nil || isNull(n) {
+	n = d.resolve(n)
+	if isNull(n) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {

@@ -31,16 +31,9 @@ func (d *decoder) module(doc *yaml.Node, m *Module) {
 		},
 		"files": func(_, v *yaml.Node) { m.Files = d.files(v) },
 	})
-	if seen["module"] == nil && !d.blown && isMapping(doc) {
+	if seen["module"] == nil && d.resolve(doc).Kind == yaml.MappingNode {
 		d.failFile("this manifest names no module: add `module: <name>` (lower-case letters, digits and -)")
 	}
-}
-
-func isMapping(n *yaml.Node) bool {
-	for n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	return n.Kind == yaml.MappingNode
 }
 
 // seat decodes one seat, declared by a module or as a role in mesh.yaml. It reports whether the
@@ -54,8 +47,8 @@ func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 		"accepts":  func(_, v *yaml.Node) { s.Accepts = d.texts(v, "accepts") },
 		"emits":    func(_, v *yaml.Node) { s.Emits = d.texts(v, "a seat's emits") },
 	})
-	if !named && !d.blown {
-		if r := d.resolve(n); r != nil && r.Kind == yaml.MappingNode && seen["name"] == nil {
+	if !named {
+		if r := d.resolve(n); r.Kind == yaml.MappingNode && seen["name"] == nil {
 			d.fail(r, "%s needs a name: add `name: <seat>`", what)
 		}
 	}
@@ -70,7 +63,8 @@ func (d *decoder) files(n *yaml.Node) []FileRequest {
 	var out []FileRequest
 	// Which kinds of file exist is a fact about the mesh, so the key is any word here and
 	// checked by lint; only the shape is the loader's.
-	if n = d.resolve(n); n == nil || isNull(n) {
+	n = d.resolve(n)
+	if isNull(n) {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
@@ -107,7 +101,8 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 			})
 		},
 		"aliases": func(_, v *yaml.Node) {
-			if v = d.resolve(v); v == nil || isNull(v) {
+			v = d.resolve(v)
+			if isNull(v) {
 				return
 			}
 			if v.Kind != yaml.MappingNode {
@@ -132,7 +127,7 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 			})
 		},
 	})
-	if seen["name"] == nil && !d.blown && isMapping(doc) {
+	if seen["name"] == nil && d.resolve(doc).Kind == yaml.MappingNode {
 		d.failFile("mesh.yaml names no mesh: add `name: <mesh>`; it becomes the NATS account its users live in")
 	}
 }
@@ -170,7 +165,7 @@ func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) {
 				})
 				if named {
 					inv.Nodes = append(inv.Nodes, node)
-				} else if r := d.resolve(item); r != nil && r.Kind == yaml.MappingNode {
+				} else if r := d.resolve(item); r.Kind == yaml.MappingNode {
 					d.fail(r, "a node needs a name: add `name: <machine>`")
 				}
 			})
@@ -185,7 +180,7 @@ func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) {
 				})
 				if named {
 					inv.People = append(inv.People, p)
-				} else if r := d.resolve(item); r != nil && r.Kind == yaml.MappingNode {
+				} else if r := d.resolve(item); r.Kind == yaml.MappingNode {
 					d.fail(r, "a person needs a name: add `name: <person>`")
 				}
 			})
@@ -194,7 +189,8 @@ func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) {
 }
 
 func (d *decoder) credentials(doc *yaml.Node, c *Credentials) {
-	if doc = d.resolve(doc); doc == nil || isNull(doc) {
+	doc = d.resolve(doc)
+	if isNull(doc) {
 		return
 	}
 	if doc.Kind != yaml.MappingNode {

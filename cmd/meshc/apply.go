@@ -75,18 +75,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	format, err := apply.ParseFormat(*formatName)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: --format: %v\n", err)
-		return exitCantRun
-	}
-	dir, exit, ok := catalogueArg(fs, rest, stderr)
+	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
-	}
-	plan, code := compileCatalogue("apply", dir, stderr)
-	if plan == nil {
-		return code
 	}
 	if *reload != "" && *accountsPath == "" {
 		fmt.Fprintf(stderr, "meshc apply: --reload signals the server to reload the file --accounts writes; give --accounts PATH too\n")
@@ -119,10 +110,9 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: no server given: pass --server URL or --context NAME, or set NATS_URL (meshc up runs a local one)\n")
 		return exitCantRun
 	}
-	nc, err := conn.dial()
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return exitCantRun
+	nc, live, exit, ok := readLive("apply", &conn, 30*time.Minute, stderr)
+	if !ok {
+		return exit
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -132,11 +122,6 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return exitCantRun
-	}
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
 	if err := apply.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)

@@ -81,7 +81,7 @@ func contextDir() (string, error) {
 func loadContext(name string) (natsContext, error) {
 	var ctx natsContext
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return ctx, fmt.Errorf("context %q: a context is named, not a path", name)
+		return ctx, fmt.Errorf("context %q: a context is named, not a path; give its name as `nats context ls` lists it", name)
 	}
 	dir, err := contextDir()
 	if err != nil {

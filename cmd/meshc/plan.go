@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshc/apply"
+	"meshc/compiler"
 )
 
 const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [connection flags]
@@ -54,34 +56,20 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	format, err := apply.ParseFormat(*formatName)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc plan: --format: %v\n", err)
-		return exitCantRun
-	}
-	dir, exit, ok := catalogueArg(fs, rest, stderr)
+	dir, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
 	}
-	plan, code := compileCatalogue("plan", dir, stderr)
-	if plan == nil {
-		return code
-	}
 
 	var live *apply.State
+	var err error
 	if conn.wanted() {
-		nc, err := conn.dial()
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
-			return exitCantRun
+		nc, state, exit, ok := readLive("plan", &conn, 2*time.Minute, stderr)
+		if !ok {
+			return exit
 		}
 		defer nc.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if live, err = apply.Read(ctx, nc, apply.ReadOptions{}); err != nil {
-			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
-			return exitCantRun
-		}
+		live = state
 	} else {
 		if *goldenDir == "" {
 			*goldenDir = filepath.Join(dir, "golden")
@@ -100,6 +88,42 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return exitFailed
+}
+
+// planArgs is what plan and apply read first: the output format, the catalogue's directory, and
+// the plan it compiles to. ok is false when the command must exit with exit.
+func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format apply.Format, plan *compiler.Plan, exit int, ok bool) {
+	format, err := apply.ParseFormat(formatName)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc %s: --format: %v\n", fs.Name(), err)
+		return "", 0, nil, exitCantRun, false
+	}
+	if dir, exit, ok = catalogueArg(fs, rest, stderr); !ok {
+		return "", 0, nil, exit, false
+	}
+	if plan, exit = compileCatalogue(fs.Name(), dir, stderr); plan == nil {
+		return "", 0, nil, exit, false
+	}
+	return dir, format, plan, exitOK, true
+}
+
+// readLive connects with the connection flags and reads everything the bus holds, within
+// timeout. The caller closes the connection.
+func readLive(cmd string, conn *connectFlags, timeout time.Duration, stderr io.Writer) (*nats.Conn, *apply.State, int, bool) {
+	nc, err := conn.dial()
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
+		return nil, nil, exitCantRun, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
+	if err != nil {
+		nc.Close()
+		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
+		return nil, nil, exitCantRun, false
+	}
+	return nc, live, exitOK, true
 }
 
 // goldenState reads a committed plan.json as the state to compare with: what the bus holds once

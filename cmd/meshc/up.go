@@ -354,10 +354,10 @@ func proveSampleFlow(url string, plan *compiler.Plan, dev map[string]devCredenti
 			return fmt.Errorf("%s fetching from %s: %w", reader, consumer.Config.Durable, err)
 		}
 		if !got {
-			return fmt.Errorf("%s's consumer %s delivered nothing within 5 s", reader, consumer.Config.Durable)
+			return fmt.Errorf("%s's consumer %s delivered nothing within 5 s; run meshc up again, or delete the state directory to start from an empty bus", reader, consumer.Config.Durable)
 		}
 	}
-	return fmt.Errorf("the sample message never reached %s", consumer.Config.Durable)
+	return fmt.Errorf("the sample message never reached %s: a thousand older messages were ahead of it; delete the state directory to start from an empty bus", consumer.Config.Durable)
 }
 
 // watch polls the catalogue and, on a change, recompiles, recomposes the accounts, reloads the
