@@ -362,7 +362,7 @@ func retry(ctx context.Context, budget time.Duration, op func(ctx context.Contex
 // explain adds to a server's refusal what the user can do about it.
 func explain(err error) error {
 	var ae *jetstream.APIError
-	var refused *refusedError
+	var refused *Refusal
 	switch {
 	case errors.As(err, &refused):
 		return err

@@ -598,7 +598,7 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 		{&jetstream.APIError{Code: 500, ErrorCode: 10023}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: 10058}, false},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10039}, false},
-		{&refusedError{err: nats.ErrPermissionViolation}, false},
+		{&Refusal{Text: nats.ErrPermissionViolation.Error()}, false},
 		{errors.New("anything else"), false},
 		// Only the replace path turns the store's rename race into this, and only a few times.
 		{errStillDeleting, true},

@@ -1,32 +1,267 @@
 package apply
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Dial connects to the bus for reading and applying, and says in the mesh's words why it could
-// not: refused credentials and a server that is not there need different fixes.
-func Dial(url string, opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{
-		nats.Name("meshc apply"),
+// DefaultAPIPrefix is where the JetStream API of the connected account answers. A JetStream
+// domain moves it to $JS.<domain>.API.
+const DefaultAPIPrefix = "$JS.API"
+
+// Endpoint says where and how to reach the bus. The nats options carry the credentials; User
+// names who they are, for messages (empty when a creds file or an nkey says it instead).
+type Endpoint struct {
+	URL     string
+	User    string
+	Options []nats.Option
+	// APIPrefix is the JetStream API prefix; empty is DefaultAPIPrefix.
+	APIPrefix string
+}
+
+// Bus is a connection to the bus that knows whom it connected as, and ends everything it carries
+// at the first refusal: a Permissions Violation is final, and waiting it out as if the server were
+// down once cost a minute per command and then blamed the cluster (NATS-FACTS §11).
+type Bus struct {
+	Conn *nats.Conn
+	// Server is where it connected, with any credentials in the URL redacted: safe to print.
+	Server string
+	// User is whom it connected as, "" when the credentials do not say.
+	User string
+	// APIPrefix is the JetStream API prefix requests go to.
+	APIPrefix string
+
+	once    sync.Once
+	refused chan struct{}
+	refusal *Refusal
+}
+
+// Connect connects to the bus and says in the mesh's words why it could not: refused credentials
+// and a server that is not there need different fixes.
+func Connect(e Endpoint) (*Bus, error) {
+	b := &Bus{Server: RedactURL(e.URL), User: e.User, APIPrefix: e.APIPrefix, refused: make(chan struct{})}
+	if b.APIPrefix == "" {
+		b.APIPrefix = DefaultAPIPrefix
+	}
+	opts := append([]nats.Option{
+		nats.Name("meshc"),
 		nats.Timeout(5 * time.Second),
 		// A cluster node restarting mid-apply is survived by moving to another; the retries in
 		// apply cover the requests lost meanwhile.
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
-	}, opts...)
-	nc, err := nats.Connect(url, opts...)
-	switch {
-	case err == nil:
-		return nc, nil
-	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
-		return nil, fmt.Errorf("connect to %s: %w: the server refused these credentials; apply as mesh-controller with the password minted for it (meshc mint mesh-controller), and check the server has loaded the current user list", url, err)
-	case errors.Is(err, nats.ErrNoServers):
-		return nil, fmt.Errorf("connect to %s: %w: no NATS server answers there; check the address and that the server is running (meshc up starts one)", url, err)
+	}, e.Options...)
+	// Last, so nothing replaces it: the violation is the only word of a refusal, since nats.go
+	// reports a refused request as a timeout.
+	opts = append(opts, nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			b.refuse(refusalOf(err, b.User))
+		}
+	}))
+	nc, err := nats.Connect(e.URL, opts...)
+	if err != nil {
+		return nil, dialError(b.Server, b.User, err)
 	}
-	return nil, fmt.Errorf("connect to %s: %w", url, err)
+	b.Conn = nc
+	return b, nil
 }
+
+// Dial connects with nats options alone, for callers that need a plain connection (a module's
+// user proving a flow). The user for messages is read from the options.
+func Dial(url string, opts ...nats.Option) (*nats.Conn, error) {
+	o := nats.GetDefaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	b, err := Connect(Endpoint{URL: url, User: o.User, Options: opts})
+	if err != nil {
+		return nil, err
+	}
+	return b.Conn, nil
+}
+
+func dialError(server, user string, err error) error {
+	as := "these credentials"
+	if user != "" {
+		as = "user " + user
+	}
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired), errors.Is(err, nats.ErrAuthRevoked):
+		return fmt.Errorf("connect to %s: %w: the server refused %s; plan and apply connect as mesh-controller with the password minted for it (meshc mint mesh-controller), and the server must have loaded the current user list", server, err, as)
+	case errors.Is(err, nats.ErrNoServers):
+		return fmt.Errorf("connect to %s: %w: no NATS server answers there; check the address and that the server is running (meshc up starts one)", server, err)
+	}
+	return fmt.Errorf("connect to %s: %s", server, redactIn(err.Error()))
+}
+
+// Close closes the connection.
+func (b *Bus) Close() { b.Conn.Close() }
+
+func (b *Bus) refuse(r *Refusal) {
+	b.once.Do(func() {
+		b.refusal = r
+		close(b.refused)
+	})
+}
+
+// Refused returns the first refusal the server sent this connection, or nil.
+func (b *Bus) Refused() *Refusal {
+	select {
+	case <-b.refused:
+		return b.refusal
+	default:
+		return nil
+	}
+}
+
+// Watch returns a context that ends, with the refusal as its cause, when the server refuses this
+// connection anything: whatever runs under it stops at once rather than timing out.
+func (b *Bus) Watch(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-b.refused:
+			cancel(b.refusal)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// RequestWithContext is one request that ends at once when the server refuses the connection
+// anything, and then returns the refusal rather than a timeout.
+func (b *Bus) RequestWithContext(ctx context.Context, subject string, data []byte) (*nats.Msg, error) {
+	ctx, cancel := b.Watch(ctx)
+	defer cancel()
+	msg, err := b.Conn.RequestWithContext(ctx, subject, data)
+	if err != nil {
+		if r := b.Refused(); r != nil {
+			return nil, r
+		}
+	}
+	return msg, err
+}
+
+// JetStream is the JetStream API of the connected account, at the endpoint's prefix.
+func (b *Bus) JetStream() (jetstream.JetStream, error) {
+	if b.APIPrefix == DefaultAPIPrefix {
+		return jetstream.New(b.Conn)
+	}
+	return jetstream.NewWithAPIPrefix(b.Conn, b.APIPrefix)
+}
+
+// CheckJetStream asks the account's JetStream for its information once, so that a user without
+// the JetStream API, an inbox prefix the user is not granted, or a server without JetStream is
+// said within seconds, before anything else is asked.
+func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
+	subject := b.APIPrefix + ".INFO"
+	deadline := time.Now().Add(timeout)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, min(timeout, 5*time.Second))
+		msg, err := b.RequestWithContext(rctx, subject, nil)
+		cancel()
+		var r *Refusal
+		switch {
+		case errors.As(err, &r):
+			return err
+		case errors.Is(err, nats.ErrNoResponders) && time.Now().Add(250*time.Millisecond).Before(deadline):
+			// Also seen for a moment while a server restarts (NATS-FACTS §8): asked again
+			// briefly before it is taken as no JetStream at all.
+			time.Sleep(250 * time.Millisecond)
+			continue
+		case errors.Is(err, nats.ErrNoResponders):
+			return fmt.Errorf("nothing answers %s at %s: the server runs without JetStream, or this account has none (the server needs jetstream enabled, and the account `jetstream: enabled`)", subject, b.Server)
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+			return fmt.Errorf("%s at %s did not answer in %s: a cluster without a meta leader answers nothing, so check that a majority of its servers is up; with a JetStream domain, check --js-domain", subject, b.Server, timeout)
+		case err != nil:
+			return fmt.Errorf("asking %s: %w", subject, err)
+		}
+		var info struct {
+			Error *jetstream.APIError `json:"error"`
+		}
+		if jerr := json.Unmarshal(msg.Data, &info); jerr == nil && info.Error != nil {
+			return fmt.Errorf("asking %s at %s: %w", subject, b.Server, explain(info.Error))
+		}
+		return nil
+	}
+}
+
+// Refusal is the server's Permissions Violation: final, never retried.
+type Refusal struct {
+	// User is whom the connection was made as, "" when unknown.
+	User string
+	// Publish is true for a refused publish, false for a refused subscription.
+	Publish bool
+	// Subject is the subject refused.
+	Subject string
+	// Text is the server's own words.
+	Text string
+}
+
+var violation = regexp.MustCompile(`(?i)for (publish|subscription) to "([^"]*)"`)
+
+func refusalOf(err error, user string) *Refusal {
+	r := &Refusal{User: user, Text: err.Error()}
+	if m := violation.FindStringSubmatch(err.Error()); m != nil {
+		r.Publish = strings.EqualFold(m[1], "publish")
+		r.Subject = m[2]
+	}
+	return r
+}
+
+// Error says who was refused what, which grant is missing, and what to do.
+func (r *Refusal) Error() string {
+	who := r.User
+	if who == "" {
+		who = "the user these credentials name"
+	}
+	switch {
+	case r.Subject == "":
+		return fmt.Sprintf("the bus refused %s: %s", who, r.Text)
+	case !r.Publish && strings.HasPrefix(r.Subject, "_INBOX."):
+		prefix := strings.TrimSuffix(strings.TrimSuffix(r.Subject, ".*"), ".>")
+		fix := "connect with --inbox-prefix naming an inbox the user may subscribe"
+		if r.User != "" {
+			fix = fmt.Sprintf("a bus user of the catalogue is granted _INBOX.%s.>: connect with --inbox-prefix _INBOX.%s (or the context's inbox_prefix)", r.User, r.User)
+		}
+		return fmt.Sprintf("the bus refused %s a subscription to %q: replies come to the inbox prefix %s, and %s lacks the grant subscribe %q; %s",
+			who, r.Subject, prefix, who, prefix+".>", fix)
+	case r.Publish && strings.HasPrefix(r.Subject, "$JS."):
+		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>, and $JS.*.API.> for a domain) to mesh-controller alone, so plan and apply connect as mesh-controller",
+			who, r.Subject, who, r.Subject)
+	case r.Publish:
+		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q", who, r.Subject, who, r.Subject)
+	}
+	return fmt.Sprintf("the bus refused %s a subscription to %q: %s lacks the grant subscribe %q", who, r.Subject, who, r.Subject)
+}
+
+// RedactURL hides the credentials a server URL may carry (user:password@ or token@), in each
+// URL of a comma-separated list: the URL is printed in messages and CI logs.
+func RedactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		u, err := url.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			continue
+		}
+		u.User = url.User("xxxxx")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// userinfo is the credentials part of a URL inside a longer text.
+var userinfo = regexp.MustCompile(`(://)[^/@\s"]+@`)
+
+// redactIn hides URL credentials inside a message from the client library.
+func redactIn(s string) string { return userinfo.ReplaceAllString(s, "${1}xxxxx@") }

@@ -60,7 +60,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		defer nc.Close()
 		start := time.Now()
 		_, err = Read(t.Context(), nc, quick)
-		if err == nil || !strings.Contains(err.Error(), "refused this user the JetStream API") || !strings.Contains(err.Error(), "mesh-controller") {
+		if err == nil || !strings.Contains(err.Error(), `the bus refused mod.anchor.builder publishing to "$JS.API.STREAM.LIST"`) || !strings.Contains(err.Error(), "mesh-controller") {
 			t.Fatalf("a permission refusal read as: %v", err)
 		}
 		// Refused is final: not retried for the whole budget.
@@ -94,7 +94,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 
 	t.Run("bad credentials", func(t *testing.T) {
 		_, err := Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "wrong"))
-		if err == nil || !strings.Contains(err.Error(), "refused these credentials") {
+		if err == nil || !strings.Contains(err.Error(), "the server refused user mesh-controller") {
 			t.Fatalf("bad credentials read as: %v", err)
 		}
 	})

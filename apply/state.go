@@ -80,6 +80,9 @@ type ReadOptions struct {
 	// RetryFor bounds the retries of one page on the transient failures of NATS-FACTS §8.
 	// Default 60 s.
 	RetryFor time.Duration
+	// APIPrefix is where the JetStream API answers; empty is DefaultAPIPrefix ($JS.API), and a
+	// JetStream domain makes it $JS.<domain>.API.
+	APIPrefix string
 }
 
 func (o ReadOptions) withDefaults() ReadOptions {
@@ -89,6 +92,9 @@ func (o ReadOptions) withDefaults() ReadOptions {
 	if o.RetryFor <= 0 {
 		o.RetryFor = 60 * time.Second
 	}
+	if o.APIPrefix == "" {
+		o.APIPrefix = DefaultAPIPrefix
+	}
 	return o
 }
 
@@ -96,8 +102,8 @@ func (o ReadOptions) withDefaults() ReadOptions {
 // library drops the server's missing/offline fields (NATS-FACTS §7), and an object the server
 // says it has but could not read must not look like an object that does not exist.
 const (
-	apiStreamList   = "$JS.API.STREAM.LIST"
-	apiConsumerList = "$JS.API.CONSUMER.LIST."
+	apiStreamList   = ".STREAM.LIST"
+	apiConsumerList = ".CONSUMER.LIST."
 )
 
 type pagedRequest struct {
@@ -133,7 +139,7 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 	seen := map[string]bool{}
 	for offset := 0; ; {
 		var page streamListResponse
-		if err := st.request(ctx, nc, opts, apiStreamList, offset, &page); err != nil {
+		if err := st.request(ctx, nc, opts, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
 			return nil, fmt.Errorf("list streams: %w", explain(err))
 		}
 		for _, si := range page.Streams {
@@ -184,7 +190,7 @@ func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptio
 	seen := map[string]bool{}
 	for offset := 0; ; {
 		var page consumerListResponse
-		err := st.request(ctx, nc, opts, apiConsumerList+s.Name, offset, &page)
+		err := st.request(ctx, nc, opts, opts.APIPrefix+apiConsumerList+s.Name, offset, &page)
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamNotFound {
 			// Deleted between the two lists: as absent as it now is.
@@ -264,25 +270,27 @@ func (st *State) request(ctx context.Context, nc Requester, opts ReadOptions, su
 func (p *paged) apiError() *jetstream.APIError { return p.Error }
 
 // explainRequestError turns a request that got no answer into what the user can do about it. A
-// denied request produces only an asynchronous "Permissions Violation"; the request itself just
-// times out (NATS-FACTS §10), so the connection's last error is where the refusal shows.
+// request the server's permissions refused only times out (nats.go reports no error of its own);
+// the refusal is the Permissions Violation on the connection, and it is final.
 func explainRequestError(nc Requester, err error) error {
-	if lc, ok := nc.(interface{ LastError() error }); ok && errors.Is(err, context.DeadlineExceeded) {
-		// Only a refusal of the JetStream API itself: an unrelated violation earlier on the
-		// connection must not turn every later timeout into a refusal.
-		if last := lc.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) &&
-			strings.Contains(last.Error(), "$JS.API") {
-			return &refusedError{err: last}
+	var r *Refusal
+	if errors.As(err, &r) {
+		return err
+	}
+	if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	switch c := nc.(type) {
+	case *Bus:
+		if r := c.Refused(); r != nil {
+			return r
+		}
+	case *nats.Conn:
+		// meshc's own connections make JetStream requests and read their inbox, nothing else:
+		// any violation on them is the refusal of this request.
+		if last := c.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
+			return refusalOf(last, c.Opts.User)
 		}
 	}
 	return err
 }
-
-// refusedError is a request the server's permissions refused: never retried, it will not pass.
-type refusedError struct{ err error }
-
-func (r *refusedError) Error() string {
-	return fmt.Sprintf("the bus refused this user the JetStream API (%v): apply as mesh-controller, "+
-		"the user that owns the JetStream API", r.err)
-}
-func (r *refusedError) Unwrap() error { return r.err }

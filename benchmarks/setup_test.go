@@ -10,8 +10,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"meshc/apply"
 	"meshc/catalogue"
 	"meshc/compiler"
+	"meshc/internal/localbus"
 	"meshc/internal/synth"
 	"meshc/lint"
 )
@@ -44,8 +46,11 @@ func compiledPlan(b *testing.B, n int) *compiler.Plan {
 	return p
 }
 
-// bus is one in-process JetStream server with a client connection: loopback, a random port, a
-// store of its own, so a benchmark measures the server's real work (file store included).
+// bus is one in-process JetStream server with mesh-controller's connection, started the way
+// `meshc up` starts one (internal/localbus): loopback, a random port, a store of its own, the
+// accounts file as meshc composes it, and the controller connected with the grants the catalogue
+// gives it. A benchmark measures the server's real work (file store included) as the user that
+// really applies, and its floor makes the same calls on the same connection.
 type bus struct {
 	srv   *server.Server
 	nc    *nats.Conn
@@ -61,28 +66,36 @@ func startBus(b *testing.B) *bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: store,
-		// The server's defaults, limits included: nats-server allows 1,000 consumers per stream
-		// unless the stream says otherwise, and the compiler gives EVENTS room past that.
-		NoLog: true, NoSigs: true,
-	})
+	// The controller alone: the benchmarks apply, and minting a hash for each of 10,000 users
+	// would time bcrypt, not the bus. Its grants are the compiler's, whatever the catalogue.
+	plan := compiledPlan(b, 6)
+	plan.Users = plan.Users[:1]
+	password, hash, err := catalogue.MintPassword()
 	if err != nil {
 		b.Fatal(err)
 	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		b.Fatal("server not ready")
+	if _, err := localbus.ComposeAccounts(store, plan, map[string]string{compiler.ControllerUser: hash}); err != nil {
+		b.Fatal(err)
 	}
-	nc, err := nats.Connect(s.ClientURL())
+	// The server's defaults, limits included: nats-server allows 1,000 consumers per stream
+	// unless the stream says otherwise, and the compiler gives EVENTS room past that.
+	conf, err := localbus.WriteServerConf(store, 0, "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(30*time.Second))
+	s, err := localbus.Start(conf, 10*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &bus{srv: s, nc: nc, js: js, store: store}
+	controller, err := apply.Connect(localbus.ControllerEndpoint(s.ClientURL(), password))
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := jetstream.New(controller.Conn, jetstream.WithDefaultTimeout(30*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &bus{srv: s, nc: controller.Conn, js: js, store: store}
 }
 
 // stop shuts the server down and removes its store, so a benchmark of many iterations does not

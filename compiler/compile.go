@@ -127,6 +127,9 @@ func (c *compilation) controller() {
 	m := c.ix.Catalogue.Mesh
 	pub := []string{
 		"$JS.API.>",
+		// The same API when the server runs a JetStream domain and meshc is told it
+		// (--js-domain): requests then go to $JS.<domain>.API.
+		"$JS.*.API.>",
 		// It tells every machine what to run.
 		"mesh.node.*.declare",
 		// It answers an enrolment at the address the request carries in its payload: a request

@@ -22,6 +22,16 @@ type Plan struct {
 	Consumers []Consumer
 }
 
+// User returns the plan's user of that name, or nil.
+func (p *Plan) User(name string) *User {
+	for i := range p.Users {
+		if p.Users[i].Name == name {
+			return &p.Users[i]
+		}
+	}
+	return nil
+}
+
 // UserKind is what a bus user is in the mesh.
 type UserKind string
 

@@ -41,7 +41,12 @@ func Enrolment(node string) string { return "mesh.control.enrol." + node }
 
 // Inbox is a user's private reply space. Each user's grant names its own, so an answer cannot
 // reach the wrong asker.
-func Inbox(user string) string { return "_INBOX." + user + ".>" }
+func Inbox(user string) string { return InboxPrefix(user) + ".>" }
+
+// InboxPrefix is the inbox prefix a user's client connects with (nats.go's CustomInboxPrefix,
+// the NATS CLI's --inbox-prefix): the only replies its grant lets it subscribe. A client on the
+// library's default prefix is refused its first subscription (NATS-FACTS §11).
+func InboxPrefix(user string) string { return "_INBOX." + user }
 
 // DeliverNodes is where a machine's declaration consumer pushes to.
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }

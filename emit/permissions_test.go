@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,11 +14,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/apply"
 	"meshc/catalogue"
 	"meshc/compiler"
-	"meshc/emit"
-	"meshc/internal/natstest"
+	"meshc/internal/localbus"
 	"meshc/internal/testcat"
 )
 
@@ -303,42 +299,38 @@ func startBus(t *testing.T, archive, serverConf string) *bus {
 			t.Fatalf("the proof's catalogue does not compile: %v", f)
 		}
 	}
+	// The bus is started the way `meshc up` starts it (internal/localbus): the accounts file as
+	// meshc composes it with freshly minted passwords, and the plan applied as mesh-controller
+	// with the grants the catalogue gives it, so this proof proves what up runs.
 	b := &bus{passwords: map[string]string{}}
-	for i := range plan.Users {
+	hashes := map[string]string{}
+	for _, u := range plan.Users {
 		pw, hash, err := catalogue.MintPassword()
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.passwords[plan.Users[i].Name] = pw
-		plan.Users[i].Hash = hash
+		b.passwords[u.Name], hashes[u.Name] = pw, hash
 	}
-	accounts, err := emit.Accounts(plan, emit.AccountsOptions{})
+	state := t.TempDir()
+	if _, err := localbus.ComposeAccounts(state, plan, hashes); err != nil {
+		t.Fatal(err)
+	}
+	confPath, err := localbus.WriteServerConf(state, 0, serverConf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "accounts.conf"), accounts, 0o600); err != nil {
+	srv, err := localbus.Start(confPath, 10*time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
-	conf := fmt.Sprintf("host: \"127.0.0.1\"\nport: -1\njetstream {\n  store_dir: %q\n}\n%sinclude \"accounts.conf\"\n",
-		filepath.Join(dir, "jetstream"), serverConf)
-	confPath := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b.url = natstest.FromConfig(t, confPath, false).ClientURL()
+	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
+	b.url = srv.ClientURL()
 
-	controller := b.connect(t, compiler.ControllerUser)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	live, err := apply.Read(ctx, controller.nc, apply.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := apply.Apply(ctx, controller.js, apply.Diff(live, plan, apply.DiffOptions{}), apply.Options{}); err != nil {
+	if _, err := localbus.Apply(ctx, localbus.ControllerEndpoint(b.url, b.passwords[compiler.ControllerUser]), plan); err != nil {
 		t.Fatalf("applying the plan as mesh-controller: %v", err)
 	}
-	controller.sawNoViolation(t)
 	return b
 }
 

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/jsm.go/natscontext"
 	"golang.org/x/term"
 
 	"meshc/apply"
@@ -102,26 +102,31 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		default:
 			fmt.Fprintf(stderr, "meshc apply: wrote %s; reload the server to pick it up (--reload does)\n", *accountsPath)
 		}
-		if !conn.wanted() {
+		if !conn.explicit() {
 			return exitOK
 		}
 	}
-	if !conn.wanted() {
-		fmt.Fprintf(stderr, "meshc apply: no server given: pass --server URL or --context NAME, or set NATS_URL (meshc up runs a local one)\n")
+	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
+	// else to compare with.
+	if !conn.explicit() && natscontext.SelectedContext() == "" {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
-	nc, live, exit, ok := readLive("apply", &conn, 30*time.Minute, stderr)
+	bus, live, exit, ok := readLive("apply", &conn, plan, 30*time.Minute, stderr)
 	if !ok {
 		return exit
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
+	defer bus.Close()
+	js, err := bus.JetStream()
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	// A refusal ends every request in flight at once: it will not pass by waiting.
+	ctx, cancel := bus.Watch(context.Background())
 	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancelTimeout()
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
 	if err := apply.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshc/apply"
@@ -63,18 +62,20 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 
 	var live *apply.State
 	var err error
-	if conn.wanted() {
-		nc, state, exit, ok := readLive("plan", &conn, 2*time.Minute, stderr)
+	if conn.explicit() {
+		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
 			return exit
 		}
-		defer nc.Close()
+		defer bus.Close()
 		live = state
 	} else {
 		if *goldenDir == "" {
 			*goldenDir = filepath.Join(dir, "golden")
 		}
-		if live, err = goldenState(filepath.Join(*goldenDir, "plan.json")); err != nil {
+		committed := filepath.Join(*goldenDir, "plan.json")
+		fmt.Fprintf(stderr, "meshc plan: comparing with %s, the committed plan (--server, --context, NATS_URL or NATS_CONTEXT compares with a live bus)\n", committed)
+		if live, err = goldenState(committed); err != nil {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 			return exitCantRun
 		}
@@ -107,23 +108,29 @@ func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writ
 	return dir, format, plan, exitOK, true
 }
 
-// readLive connects with the connection flags and reads everything the bus holds, within
-// timeout. The caller closes the connection.
-func readLive(cmd string, conn *connectFlags, timeout time.Duration, stderr io.Writer) (*nats.Conn, *apply.State, int, bool) {
-	nc, err := conn.dial()
+// readLive connects with the connection settings and reads everything the bus holds, within
+// timeout, after saying which bus and as whom. The caller closes the connection.
+func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *apply.State, int, bool) {
+	c, err := conn.resolve(cmd, plan)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
+		return nil, nil, exitCantRun, false
+	}
+	fmt.Fprintf(stderr, "meshc %s: comparing with %s\n", cmd, c.describe())
+	bus, err := c.dial()
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
 		return nil, nil, exitCantRun, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
-		nc.Close()
+		bus.Close()
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
 		return nil, nil, exitCantRun, false
 	}
-	return nc, live, exitOK, true
+	return bus, live, exitOK, true
 }
 
 // goldenState reads a committed plan.json as the state to compare with: what the bus holds once

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,8 +24,8 @@ import (
 	"meshc/apply"
 	"meshc/catalogue"
 	"meshc/compiler"
-	"meshc/emit"
 	"meshc/internal/atomicfile"
+	"meshc/internal/localbus"
 )
 
 const upHelp = `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]
@@ -91,50 +91,43 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		say("%v", err)
 		return exitCantRun
 	}
-	if _, err := composeLocal(*stateDir, plan, dev); err != nil {
+	if _, err := localbus.ComposeAccounts(*stateDir, plan, hashes(dev)); err != nil {
 		say("%v", err)
 		return exitCantRun
 	}
-	confPath, err := writeServerConf(*stateDir, *port)
+	confPath, err := localbus.WriteServerConf(*stateDir, *port, "")
 	if err != nil {
 		say("%v", err)
 		return exitCantRun
 	}
-	opts, err := server.ProcessConfigFile(confPath)
+	srv, err := localbus.Start(confPath, 10*time.Second)
 	if err != nil {
-		say("the composed server configuration %s was refused: %v", confPath, err)
+		say("%v", err)
 		return exitCantRun
 	}
-	opts.NoSigs = true
-	opts.NoLog = true
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		say("starting the server: %v", err)
-		return exitCantRun
-	}
-	go srv.Start()
 	defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		say("the embedded server did not become ready in 10 s")
-		return exitCantRun
-	}
 	url := srv.ClientURL()
 	say("nats-server %s with JetStream at %s (state in %s)", server.VERSION, url, *stateDir)
 
-	changes, err := applyLocal(url, plan, dev)
+	controller := localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password)
+	changes, err := localbus.Apply(ctx, controller, plan)
 	if err != nil {
 		say("%v", err)
 		return exitCantRun
 	}
 	fmt.Fprintf(stdout, "applied: %s\n", changes.Summary())
-	printConnect(stdout, url, *stateDir, plan, dev)
+	contexts, err := writeContexts(*stateDir, url, plan, dev)
+	if err != nil {
+		say("%v", err)
+		return exitCantRun
+	}
 
 	if *once {
 		if err := proveSampleFlow(url, plan, dev, stdout); err != nil {
 			say("the sample flow failed: %v", err)
 			return exitFailed
 		}
-		again, err := applyLocal(url, plan, dev)
+		again, err := localbus.Apply(ctx, controller, plan)
 		if err != nil {
 			say("%v", err)
 			return exitCantRun
@@ -144,8 +137,10 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		fmt.Fprintf(stdout, "second apply: %s\n", again.Summary())
+		// The bus stops as this returns: no way to connect to it is printed.
 		return exitOK
 	}
+	printConnect(stdout, url, contexts, plan)
 	return watch(ctx, dir, *stateDir, srv, url, stderr, say)
 }
 
@@ -192,81 +187,56 @@ type devCredential struct {
 	Hash     string `yaml:"hash"`
 }
 
-// composeLocal writes STATE/accounts.conf for the plan with the development hashes, only when
-// its bytes change, and reports whether they did.
-func composeLocal(stateDir string, plan *compiler.Plan, dev map[string]devCredential) (bool, error) {
-	local := *plan
-	local.Users = slices.Clone(plan.Users)
-	for i := range local.Users {
-		local.Users[i].Hash = dev[local.Users[i].Name].Hash
+// hashes are the development credentials' hashes, by user.
+func hashes(dev map[string]devCredential) map[string]string {
+	out := make(map[string]string, len(dev))
+	for user, c := range dev {
+		out[user] = c.Hash
 	}
-	data, err := emit.Accounts(&local, emit.AccountsOptions{})
-	if err != nil {
-		return false, err
-	}
-	path := filepath.Join(stateDir, "accounts.conf")
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return false, nil
-	}
-	return true, atomicfile.Write(path, data, 0o600)
+	return out
 }
 
-// writeServerConf writes the server's own half: listener, JetStream store, and the accounts by a
-// relative include (an absolute include path is resolved relative to this file's directory).
-func writeServerConf(stateDir string, port int) (string, error) {
-	store, err := filepath.Abs(filepath.Join(stateDir, "jetstream"))
-	if err != nil {
-		return "", err
+// writeContexts writes a NATS CLI context per bus user, STATE/contexts/USER.json (mode 0600): the
+// server, the user's development password and the inbox prefix its grant names. `nats --context
+// FILE` and `meshc … --context FILE` take one by its path, so no password is ever printed on a
+// command line, where shell history and process lists keep it.
+func writeContexts(stateDir, url string, plan *compiler.Plan, dev map[string]devCredential) (map[string]string, error) {
+	dir := filepath.Join(stateDir, "contexts")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
 	}
-	if port == 0 {
-		port = -1
+	paths := map[string]string{}
+	for _, u := range plan.Users {
+		data, err := json.MarshalIndent(map[string]string{
+			"description":  fmt.Sprintf("meshc up: %s on the %s mesh (development password)", u.Name, plan.Account),
+			"url":          url,
+			"user":         u.Name,
+			"password":     dev[u.Name].Password,
+			"inbox_prefix": compiler.InboxPrefix(u.Name),
+		}, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, u.Name+".json")
+		if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+		paths[u.Name] = path
 	}
-	conf := fmt.Sprintf("# Written by meshc up.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\ninclude \"accounts.conf\"\n", port, store)
-	path := filepath.Join(stateDir, "server.conf")
-	return path, atomicfile.Write(path, []byte(conf), 0o600)
+	return paths, nil
 }
 
-// applyLocal reads the embedded server as mesh-controller and asserts the plan on it.
-func applyLocal(url string, plan *compiler.Plan, dev map[string]devCredential) (apply.Changes, error) {
-	nc, err := apply.Dial(url, nats.UserInfo(compiler.ControllerUser, dev[compiler.ControllerUser].Password),
-		nats.CustomInboxPrefix("_INBOX."+compiler.ControllerUser))
-	if err != nil {
-		return apply.Changes{}, err
-	}
-	defer nc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
-	if err != nil {
-		return apply.Changes{}, err
-	}
-	changes := apply.Diff(live, plan, apply.DiffOptions{})
-	if changes.Empty() {
-		return changes, nil
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return changes, err
-	}
-	if _, err := apply.Apply(ctx, js, changes, apply.Options{}); err != nil {
-		return changes, err
-	}
-	return changes, nil
-}
-
-func printConnect(w io.Writer, url, stateDir string, plan *compiler.Plan, dev map[string]devCredential) {
-	fmt.Fprintf(w, "\nThe bus is at %s. Every user's development password is in %s.\n",
-		url, filepath.Join(stateDir, "dev-credentials.yaml"))
-	fmt.Fprintf(w, "Connect as a user with its own inbox prefix, for example with the NATS CLI:\n\n")
+func printConnect(w io.Writer, url string, contexts map[string]string, plan *compiler.Plan) {
+	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its development password and\n", url)
+	fmt.Fprintf(w, "the inbox prefix its grant names) in %s; connect as one, for example:\n\n", filepath.Dir(contexts[compiler.ControllerUser]))
 	shown := 0
 	for _, u := range plan.Users {
 		if u.Kind == compiler.KindController || (u.Kind == compiler.KindModule && shown < 3) || u.Kind == compiler.KindPerson && shown < 4 {
-			fmt.Fprintf(w, "  nats --server %s --user %s --password %s --inbox-prefix _INBOX.%s ...\n",
-				url, u.Name, dev[u.Name].Password, u.Name)
+			fmt.Fprintf(w, "  nats --context %s ...\n", contexts[u.Name])
 			shown++
 		}
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  meshc plan --context %s\n\n", contexts[compiler.ControllerUser])
 }
 
 // proveSampleFlow finds a module event that another module's consumer filters on exactly, and
@@ -307,7 +277,7 @@ func proveSampleFlow(url string, plan *compiler.Plan, dev map[string]devCredenti
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	connect := func(user string) (*nats.Conn, jetstream.JetStream, error) {
-		nc, err := apply.Dial(url, nats.UserInfo(user, dev[user].Password), nats.CustomInboxPrefix("_INBOX."+user))
+		nc, err := apply.Dial(url, nats.UserInfo(user, dev[user].Password), nats.CustomInboxPrefix(compiler.InboxPrefix(user)))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -389,7 +359,7 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			say("%v", err)
 			continue
 		}
-		changed, err := composeLocal(stateDir, plan, dev)
+		changed, err := localbus.ComposeAccounts(stateDir, plan, hashes(dev))
 		if err != nil {
 			say("%v", err)
 			continue
@@ -401,7 +371,7 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			}
 			say("reloaded the accounts in place")
 		}
-		changes, err := applyLocal(url, plan, dev)
+		changes, err := localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)
 		if err != nil {
 			say("%v", err)
 			continue

@@ -1,0 +1,165 @@
+// Package localbus runs a catalogue's bus on this machine: an embedded nats-server with JetStream
+// on 127.0.0.1, configured from a state directory holding the accounts file meshc composes and
+// the server's own half that includes it, with the plan applied as mesh-controller. `meshc up`,
+// the permission proof in the tests and the benchmarks all start a bus this one way, so what the
+// proof proves is what `up` runs.
+package localbus
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"meshc/apply"
+	"meshc/compiler"
+	"meshc/emit"
+	"meshc/internal/atomicfile"
+)
+
+// ComposeAccounts writes STATE/accounts.conf for the plan with the given hashes (user → bcrypt
+// hash) in place of the recorded ones, only when its bytes change, and reports whether they did:
+// the server re-checks every connected client's password on a reload (NATS-FACTS §3).
+func ComposeAccounts(stateDir string, plan *compiler.Plan, hashes map[string]string) (bool, error) {
+	local := *plan
+	local.Users = slices.Clone(plan.Users)
+	for i := range local.Users {
+		local.Users[i].Hash = hashes[local.Users[i].Name]
+	}
+	data, err := emit.Accounts(&local, emit.AccountsOptions{})
+	if err != nil {
+		return false, err
+	}
+	path := filepath.Join(stateDir, "accounts.conf")
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return false, nil
+	}
+	return true, atomicfile.Write(path, data, 0o600)
+}
+
+// WriteServerConf writes the server's own half, STATE/server.conf: the listener, the JetStream
+// store, anything extra (a test's feature flags, a JetStream domain), and the accounts by a
+// relative include (an absolute include path is resolved relative to this file's directory,
+// NATS-FACTS §1). Port 0 is a free one.
+func WriteServerConf(stateDir string, port int, extra string) (string, error) {
+	store, err := filepath.Abs(filepath.Join(stateDir, "jetstream"))
+	if err != nil {
+		return "", err
+	}
+	if port == 0 {
+		port = -1
+	}
+	if extra != "" && !strings.HasSuffix(extra, "\n") {
+		extra += "\n"
+	}
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude \"accounts.conf\"\n", port, store, extra)
+	path := filepath.Join(stateDir, "server.conf")
+	return path, atomicfile.Write(path, []byte(conf), 0o600)
+}
+
+// Start starts a server from a configuration file, as `nats-server -c` does, and waits until it
+// takes connections. When it cannot start (a port in use, a store it cannot write) the error is
+// the server's own reason, not a bare time-out.
+func Start(confPath string, ready time.Duration) (*server.Server, error) {
+	opts, err := server.ProcessConfigFile(confPath)
+	if err != nil {
+		return nil, fmt.Errorf("the server configuration %s was refused: %w", confPath, err)
+	}
+	opts.NoSigs = true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting the server: %w", err)
+	}
+	logs := &errorLog{}
+	srv.SetLoggerV2(logs, false, false, false)
+	go srv.Start()
+	if !srv.ReadyForConnections(ready) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		if why := logs.String(); why != "" {
+			return nil, fmt.Errorf("the embedded server did not start: %s", why)
+		}
+		return nil, fmt.Errorf("the embedded server did not become ready in %s", ready)
+	}
+	return srv, nil
+}
+
+// errorLog keeps the server's errors (its reason for not starting) and drops the rest: the
+// bus's chatter is not meshc's output.
+type errorLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *errorLog) add(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) < 5 {
+		l.lines = append(l.lines, fmt.Sprintf(format, v...))
+	}
+}
+
+func (l *errorLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "; ")
+}
+
+func (l *errorLog) Noticef(string, ...any)    {}
+func (l *errorLog) Warnf(string, ...any)      {}
+func (l *errorLog) Debugf(string, ...any)     {}
+func (l *errorLog) Tracef(string, ...any)     {}
+func (l *errorLog) Errorf(f string, v ...any) { l.add(f, v...) }
+func (l *errorLog) Fatalf(f string, v ...any) { l.add(f, v...) }
+
+// ControllerEndpoint is how mesh-controller reaches the bus at url: its password, and the inbox
+// prefix its grant names.
+func ControllerEndpoint(url, password string) apply.Endpoint {
+	return apply.Endpoint{
+		URL: url, User: compiler.ControllerUser,
+		Options: []nats.Option{
+			nats.Name("meshc up"),
+			nats.UserInfo(compiler.ControllerUser, password),
+			nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
+		},
+	}
+}
+
+// Apply reads the bus as mesh-controller, with the permissions the catalogue gives it and nothing
+// more, and asserts the plan; it returns what it found to change.
+func Apply(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (apply.Changes, error) {
+	bus, err := apply.Connect(e)
+	if err != nil {
+		return apply.Changes{}, err
+	}
+	defer bus.Close()
+	ctx, cancel := bus.Watch(ctx)
+	defer cancel()
+	if err := bus.CheckJetStream(ctx, 10*time.Second); err != nil {
+		return apply.Changes{}, err
+	}
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+	if err != nil {
+		return apply.Changes{}, err
+	}
+	changes := apply.Diff(live, plan, apply.DiffOptions{})
+	if changes.Empty() {
+		return changes, nil
+	}
+	js, err := bus.JetStream()
+	if err != nil {
+		return changes, err
+	}
+	if _, err := apply.Apply(ctx, js, changes, apply.Options{}); err != nil {
+		return changes, err
+	}
+	return changes, nil
+}
