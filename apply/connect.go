@@ -65,7 +65,7 @@ func Connect(e Endpoint) (*Bus, error) {
 	// reports a refused request as a timeout.
 	opts = append(opts, nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
 		if errors.Is(err, nats.ErrPermissionViolation) {
-			b.refuse(refusalOf(err, b.User))
+			b.refuse(refusalOf(err, nc))
 		}
 	}))
 	nc, err := nats.Connect(e.URL, opts...)
@@ -179,6 +179,8 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 			// briefly before it is taken as no JetStream at all.
 			time.Sleep(250 * time.Millisecond)
 			continue
+		case errors.Is(err, nats.ErrNoResponders) && b.APIPrefix != DefaultAPIPrefix:
+			return fmt.Errorf("nothing answers %s at %s: the server has no JetStream at that prefix; check the JetStream domain or API prefix (--js-domain, --js-api-prefix, the context's jetstream_domain), or that the server runs JetStream", subject, b.Server)
 		case errors.Is(err, nats.ErrNoResponders):
 			return fmt.Errorf("nothing answers %s at %s: the server runs without JetStream, or this account has none (the server needs jetstream enabled, and the account `jetstream: enabled`)", subject, b.Server)
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
@@ -204,14 +206,19 @@ type Refusal struct {
 	Publish bool
 	// Subject is the subject refused.
 	Subject string
+	// Inbox is the inbox prefix the connection used: where its replies come.
+	Inbox string
 	// Text is the server's own words.
 	Text string
 }
 
 var violation = regexp.MustCompile(`(?i)for (publish|subscription) to "([^"]*)"`)
 
-func refusalOf(err error, user string) *Refusal {
-	r := &Refusal{User: user, Text: err.Error()}
+func refusalOf(err error, nc *nats.Conn) *Refusal {
+	r := &Refusal{User: nc.Opts.User, Inbox: nc.Opts.InboxPrefix, Text: err.Error()}
+	if r.Inbox == "" {
+		r.Inbox = "_INBOX"
+	}
 	if m := violation.FindStringSubmatch(err.Error()); m != nil {
 		r.Publish = strings.EqualFold(m[1], "publish")
 		r.Subject = m[2]
@@ -228,8 +235,8 @@ func (r *Refusal) Error() string {
 	switch {
 	case r.Subject == "":
 		return fmt.Sprintf("the bus refused %s: %s", who, r.Text)
-	case !r.Publish && strings.HasPrefix(r.Subject, "_INBOX."):
-		prefix := strings.TrimSuffix(strings.TrimSuffix(r.Subject, ".*"), ".>")
+	case !r.Publish && strings.HasPrefix(r.Subject, r.Inbox+"."):
+		prefix := r.Inbox
 		fix := "connect with --inbox-prefix naming an inbox the user may subscribe"
 		if r.User != "" {
 			fix = fmt.Sprintf("a bus user of the catalogue is granted _INBOX.%s.>: connect with --inbox-prefix _INBOX.%s (or the context's inbox_prefix)", r.User, r.User)

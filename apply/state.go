@@ -289,7 +289,7 @@ func explainRequestError(nc Requester, err error) error {
 		// meshc's own connections make JetStream requests and read their inbox, nothing else:
 		// any violation on them is the refusal of this request.
 		if last := c.LastError(); last != nil && errors.Is(last, nats.ErrPermissionViolation) {
-			return refusalOf(last, c.Opts.User)
+			return refusalOf(last, c)
 		}
 	}
 	return err

@@ -377,6 +377,10 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			continue
 		}
 		say("applied: %s", changes.Summary())
+		// A user the change added gets its context too.
+		if _, err := writeContexts(stateDir, url, plan, dev); err != nil {
+			say("%v", err)
+		}
 	}
 }
 

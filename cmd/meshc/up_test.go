@@ -51,6 +51,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // module whose connection was there before, a consumer gains the filter a manifest added, and the
 // existing connection is never dropped.
 func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
+	isolateNATSSettings(t)
 	dir := testcat.Extract(t, "testdata/up.txtar")
 	state := filepath.Join(t.TempDir(), "state")
 	var stdout, stderr syncBuffer
@@ -107,6 +108,25 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 	}
 	if n := disconnects.Load(); n != 0 || !catalog.IsConnected() {
 		t.Fatalf("the existing connection was dropped %d time(s) by the reload", n)
+	}
+
+	// Every user has a NATS CLI context, the added person too, and meshc itself connects through
+	// the controller's: no password is ever printed on a command line.
+	if _, err := os.Stat(filepath.Join(state, "contexts", "person.dave.json")); err != nil {
+		t.Fatalf("no context for the person added while the bus ran: %v", err)
+	}
+	controller := filepath.Join(state, "contexts", "mesh-controller.json")
+	if !strings.Contains(stdout.String(), "nats --context "+controller) {
+		t.Fatalf("up does not print how to connect by context:\n%s", stdout.String())
+	}
+	for _, user := range []string{"mesh-controller", "mod.anchor.catalog", "person.dave"} {
+		if strings.Contains(stdout.String()+stderr.String(), devPassword(t, state, user)) {
+			t.Fatalf("up printed %s's password", user)
+		}
+	}
+	code, out, errs := meshc(t, "plan", dir, "--context", controller)
+	if code != 0 || !strings.Contains(out, "0 to create, 0 to change, 0 to replace, 0 to delete") {
+		t.Fatalf("plan through up's context for mesh-controller: %d\n%s%s", code, out, errs)
 	}
 }
 
