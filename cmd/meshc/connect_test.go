@@ -267,6 +267,20 @@ func TestMisconfigurationsAreSaidAtOnce(t *testing.T) {
 		}
 	})
 
+	t.Run("home and variables expand in a context's paths and in flags", func(t *testing.T) {
+		home := expandPath("~")
+		writeContext(t, os.Getenv("XDG_CONFIG_HOME"), "ops", map[string]string{"url": "nats://127.0.0.1:1", "nkey": "~/meshc-test-ops.nk"})
+		code, _, errs := meshc(t, "plan", dir, "--context", "ops")
+		if code != 2 || !strings.Contains(errs, filepath.Join(home, "meshc-test-ops.nk")) {
+			t.Fatalf("a context's ~/ops.nk was not expanded: %d %s", code, errs)
+		}
+		t.Setenv("MESHC_TEST_DIR", t.TempDir())
+		code, _, errs = meshc(t, "plan", dir, "--server", "nats://127.0.0.1:1", "--nkey", "$MESHC_TEST_DIR/ci.nk")
+		if code != 2 || !strings.Contains(errs, filepath.Join(os.Getenv("MESHC_TEST_DIR"), "ci.nk")) {
+			t.Fatalf("--nkey $MESHC_TEST_DIR/ci.nk was not expanded: %d %s", code, errs)
+		}
+	})
+
 	t.Run("apply with no server anywhere", func(t *testing.T) {
 		code, _, errs := meshc(t, "apply", dir)
 		if code != 2 || !strings.Contains(errs, "no server given") {
