@@ -215,7 +215,7 @@ func (c *connectFlags) resolve(command string, plan *compiler.Plan) (connection,
 		api = "$JS." + d + ".API"
 	}
 	return connection{
-		endpoint: apply.Endpoint{URL: nctx.ServerURL(), User: nctx.User(), Options: opts, APIPrefix: api},
+		endpoint:       apply.Endpoint{URL: nctx.ServerURL(), User: nctx.User(), Options: opts, APIPrefix: api},
 		timeout:        timeout,
 		requestTimeout: requestTimeout,
 		source:         source,
