@@ -123,6 +123,12 @@ func refusals(cs Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
+		if len(c.Unmanaged) > 0 && (c.Action == Replace || c.Action == Delete) {
+			// No flag gives this: meshc never deletes what it does not manage.
+			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",
+				noun, strings.Join(c.Unmanaged, ", ")))
+			continue
+		}
 		switch c.Action {
 		case Replace:
 			if !opts.AllowReplace {

@@ -80,6 +80,9 @@ type Change struct {
 	// Notes are what was kept on purpose, said so a difference between plan and bus is never
 	// one nobody can find.
 	Notes []string
+	// Unmanaged names, for a stream being replaced, the consumers on it that meshc does not
+	// manage: a replace would delete them, so it is refused whatever the flags.
+	Unmanaged []string
 	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
 	// so it was left alone; the bus may still differ from the plan there.
 	Unreadable bool
@@ -103,6 +106,9 @@ type Changes struct {
 	// Notes concern the change set as a whole (objects left alone because they are not in the
 	// plan and pruning was not asked for).
 	Notes []string
+	// Unmanaged lists what the bus holds that meshc does not manage ("stream KV_leases",
+	// "consumer EVENTS/audit"): shown, never changed, whatever the flags.
+	Unmanaged []string
 }
 
 // Count returns how many changes carry the action.
@@ -133,26 +139,33 @@ func (cs Changes) Unreadable() int {
 
 // DiffOptions tune Diff.
 type DiffOptions struct {
-	// Prune lists objects the bus holds and the plan does not as deletes; without it they are
-	// left alone and counted in a note.
+	// Prune lists objects meshc made (they carry the mesh's mark) that the plan no longer has as
+	// deletes; without it they are left alone and counted in a note. Objects without the mark
+	// are never deleted, with or without it.
 	Prune bool
 }
 
 // Diff compares the live state with the plan: a pure function, so what a reviewer is shown is
 // exactly what apply does. Both sides are normalised to the server's defaults and stripped of
 // the server's own metadata first, so a bus holding exactly the plan shows nothing to change.
+//
+// Ownership: what the plan names is the mesh's, and gets the mesh's mark on its next update (an
+// existing bus is adopted). What it does not name is pruned only when it carries the mark;
+// everything else — KV and object-store buckets, other applications' streams, consumers another
+// tool added to the mesh's streams — is listed as not managed and never changed.
 func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 	var cs Changes
 	wantStreams := map[string]bool{}
 	replaced := map[string]bool{}
 	deleted := map[string]bool{}
 	unread := map[string]bool{}
-	var strayStreams, strayConsumers []string
+	var strayStreams, strayConsumers, unmanagedConsumers []string
 
 	for _, ps := range plan.Streams {
 		name := ps.Config.Name
 		wantStreams[name] = true
 		want := ps.Config
+		want.Metadata = plan.Marked(want.Metadata)
 		ls := live.stream(name)
 		c := Change{Kind: KindStream, Stream: name, StreamConfig: &want}
 		switch {
@@ -179,16 +192,28 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 				lost = fmt.Sprintf("its %d messages are lost", c.Messages)
 			}
 			c.Notes = append(c.Notes, fmt.Sprintf("replacing stream %s deletes every consumer on it and the plan's are made again; %s", name, lost))
+			if c.Unmanaged = foreignConsumers(ls, plan); len(c.Unmanaged) > 0 {
+				c.Notes = append(c.Notes, fmt.Sprintf("stream %s carries consumers meshc does not manage (%s): the replace would delete them, so it is refused whatever the flags",
+					name, strings.Join(c.Unmanaged, ", ")))
+			}
 		}
 		cs.Items = append(cs.Items, c)
 	}
 	for _, ls := range live.Streams {
-		if wantStreams[ls.Name] {
+		if wantStreams[ls.Name] || ls.Name == StateStream {
+			// The state bucket is apply's own (the lock, the resume points): never in a plan,
+			// never pruned, not news to a reviewer.
 			continue
 		}
 		switch {
 		case ls.Unavailable != "":
 			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
+		case !plan.Owns(ls.Config.Metadata):
+			cs.Unmanaged = append(cs.Unmanaged, unmanagedStream(ls))
+		case len(foreignConsumers(&ls, plan)) > 0:
+			// Deleting a stream deletes every consumer on it, and some are not the mesh's.
+			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
+				ls.Name, strings.Join(foreignConsumers(&ls, plan), ", ")))
 		case opts.Prune:
 			deleted[ls.Name] = true
 			cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})
@@ -202,6 +227,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		name := consumerName(pc.Config)
 		wantConsumers[[2]string{pc.Stream, name}] = true
 		want := pc.Config
+		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
 		lc := live.consumer(pc.Stream, name)
 		switch {
@@ -226,17 +252,23 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		cs.Items = append(cs.Items, c)
 	}
 	for _, ls := range live.Streams {
+		if !wantStreams[ls.Name] && (!plan.Owns(ls.Config.Metadata) || ls.Name == StateStream) {
+			// Its stream is listed as not managed, consumers and all.
+			continue
+		}
 		for _, lc := range ls.Consumers {
 			if wantConsumers[[2]string{ls.Name, lc.Name}] {
 				continue
 			}
 			switch {
+			case lc.Unavailable != "":
+				cs.Notes = append(cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
+			case !plan.Owns(lc.Config.Metadata):
+				unmanagedConsumers = append(unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name)
 			case replaced[ls.Name] || deleted[ls.Name]:
 				// Goes with its stream; said in the stream's note.
 			case !wantStreams[ls.Name] && !opts.Prune:
 				// Its stream is already counted as left alone.
-			case lc.Unavailable != "":
-				cs.Notes = append(cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
 			case opts.Prune:
 				cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name})
 			default:
@@ -256,7 +288,36 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			strings.Compare(a.Consumer, b.Consumer))
 	})
 	slices.Sort(cs.Notes)
+	// Streams, then consumers, each by name: the order of the change set.
+	slices.Sort(cs.Unmanaged)
+	slices.Sort(unmanagedConsumers)
+	cs.Unmanaged = append(cs.Unmanaged, unmanagedConsumers...)
 	return cs
+}
+
+// unmanagedStream names a stream meshc does not manage, saying what it is when its name says so.
+func unmanagedStream(ls Stream) string {
+	switch {
+	case strings.HasPrefix(ls.Name, "KV_"):
+		return "stream " + ls.Name + " (key-value bucket " + strings.TrimPrefix(ls.Name, "KV_") + ")"
+	case strings.HasPrefix(ls.Name, "OBJ_"):
+		return "stream " + ls.Name + " (object store " + strings.TrimPrefix(ls.Name, "OBJ_") + ")"
+	}
+	return "stream " + ls.Name
+}
+
+// foreignConsumers names the consumers on a stream that do not carry the mesh's mark and the
+// plan does not name: deleting or replacing the stream would delete them.
+func foreignConsumers(ls *Stream, plan *compiler.Plan) []string {
+	var out []string
+	for _, lc := range ls.Consumers {
+		if !plan.Owns(lc.Config.Metadata) && !slices.ContainsFunc(plan.Consumers, func(pc compiler.Consumer) bool {
+			return pc.Stream == ls.Name && consumerName(pc.Config) == lc.Name
+		}) {
+			out = append(out, ls.Name+"/"+lc.Name)
+		}
+	}
+	return out
 }
 
 func kindOrder(k Kind) int {
