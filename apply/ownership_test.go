@@ -298,4 +298,3 @@ func findChange(t *testing.T, cs Changes, kind Kind, stream, consumer string) Ch
 	t.Fatalf("no change for %s %s/%s", kind, stream, consumer)
 	return Change{}
 }
-
