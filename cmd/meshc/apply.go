@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
 	"meshc/apply"
+	"meshc/compiler"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
@@ -31,6 +35,18 @@ the plan no longer has is deleted only with --prune; and a stream holding messag
 replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
+One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
+bucket "meshc", recording holder, start and expiry) before it reads, and renews it while it
+works. A second apply waits up to --lock-timeout and then exits 2 naming the holder. A crashed
+apply's lock expires a minute after its last renewal; a stuck one's is removed with
+--break-lock. --dry-run reads without the lock.
+
+Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>.
+What the plan names is the mesh's and gets the mark on its next update. --prune deletes only
+marked objects the plan no longer has; everything else (KV and object-store buckets, other
+applications' streams, consumers other tools added) is listed as not managed and never
+changed, whatever the flags.
+
 With --accounts PATH it also writes the composed accounts file (the users, hashes and
 permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
 the streams; with --reload it then signals the server to reload it in place (SIGHUP, as
@@ -48,6 +64,8 @@ Flags:
   --accounts PATH   write the composed accounts file there when it changed
   --reload TARGET   after writing it, signal nats-server (a PID or its pid file) to reload
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
+  --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
+  --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
 
 ` + connectHelp + `
 Exit status:
@@ -69,6 +87,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
+	lockTimeout := fs.Duration("lock-timeout", time.Minute, "how long to wait for another apply's lock")
+	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
@@ -110,9 +130,10 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: no server given: pass --server URL or --context NAME, or set NATS_URL (meshc up runs a local one)\n")
 		return exitCantRun
 	}
-	nc, live, exit, ok := readLive("apply", &conn, 30*time.Minute, stderr)
-	if !ok {
-		return exit
+	nc, err := conn.dial()
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -122,6 +143,25 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
+	if *breakLock {
+		return runBreakLock(ctx, js, stderr)
+	}
+	if !*dryRun {
+		// Locked before the read: a state read while another apply changes it is already
+		// stale, and applying a diff of it would undo the other's work.
+		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout, Replicas: stateReplicas(nc)})
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		defer lock.Release(context.Background())
+		ctx = lock.Context()
+	}
+	live, err := apply.Read(ctx, nc, apply.ReadOptions{})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
+		return exitCantRun
+	}
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
 	if err := apply.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
@@ -145,12 +185,56 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: note: %s\n", n)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
 		if errors.Is(err, apply.ErrRefused) {
 			return exitFailed
 		}
 		return exitCantRun
 	}
 	fmt.Fprintf(stderr, "meshc apply: applied %d change(s)\n", result.Applied)
+	return exitOK
+}
+
+// lockHolder names this apply in the bus's lock: which mesh, who, where, which process, so the
+// apply turned away knows whom to ask.
+func lockHolder(plan *compiler.Plan) string {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", plan.Account, who, host, os.Getpid())
+}
+
+// stateReplicas is the replica count of apply's bucket when this apply makes it: three on a
+// cluster of three or more servers, so the lock and the resume points survive a node lost,
+// and one on a single server.
+func stateReplicas(nc *nats.Conn) int {
+	if len(nc.Servers()) >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// lockCause says why a request stopped when it was the lock that ended it.
+func lockCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, apply.ErrLockLost) {
+		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
+	}
+	return err
+}
+
+// runBreakLock removes a stuck apply's lock and says whose it was.
+func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer) int {
+	held, err := apply.BreakLock(ctx, js)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	if held == nil {
+		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next renewal\n", held)
 	return exitOK
 }
