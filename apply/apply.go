@@ -34,6 +34,10 @@ type Options struct {
 	RetryFor time.Duration
 	// AttemptTimeout bounds one attempt. Default 10 s.
 	AttemptTimeout time.Duration
+	// AfterDelete, when set, is called in a consumer's replace between the delete and the
+	// create; an error stops that replace there, as a kill or a lost server would. For tests of
+	// what a rerun recovers.
+	AfterDelete func(Change) error
 }
 
 // Progress is one object done (or failed).
@@ -164,6 +168,10 @@ type applier struct {
 	opts  Options
 	total int
 
+	kvOnce sync.Once
+	kv     jetstream.KeyValue
+	kvErr  error
+
 	mu      sync.Mutex
 	done    int
 	applied int
@@ -253,6 +261,12 @@ func (a *applier) stream(ctx context.Context, c Change) error {
 
 func (a *applier) consumer(ctx context.Context, c Change) error {
 	verb := c.Action.Word()
+	if c.Action == Replace {
+		// Where the replacement starts is on the bus before the old one is gone (resume.go).
+		if err := a.recordResume(ctx, c); err != nil {
+			return fmt.Errorf("%s consumer %s on %s: record where it resumes before deleting it: %w; nothing was deleted", verb, c.Consumer, c.Stream, explain(err))
+		}
+	}
 	if c.Action == Delete || c.Action == Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
@@ -265,7 +279,12 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 		}
 		if c.Action == Delete {
-			return nil
+			return a.forgotten(ctx, c)
+		}
+		if a.opts.AfterDelete != nil {
+			if err := a.opts.AfterDelete(c); err != nil {
+				return fmt.Errorf("%s consumer %s on %s: stopped after the delete: %w", verb, c.Consumer, c.Stream, err)
+			}
 		}
 	}
 	want := *c.ConsumerConfig
@@ -298,6 +317,18 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
+	}
+	return a.forgotten(ctx, c)
+}
+
+// forgotten removes a consumer's resume point once it is made again (or pruned). Failing to is
+// not failing the change: a point left behind is used only if the consumer goes missing again.
+func (a *applier) forgotten(ctx context.Context, c Change) error {
+	if c.Action != Replace && !c.ResumeRecorded {
+		return nil
+	}
+	if err := a.forgetResume(ctx, c); err != nil {
+		a.note(fmt.Sprintf("consumer %s on %s exists again, but its resume point could not be removed (%v): it is used only if the consumer goes missing", c.Consumer, c.Stream, err))
 	}
 	return nil
 }

@@ -83,6 +83,9 @@ type Change struct {
 	// Unmanaged names, for a stream being replaced, the consumers on it that meshc does not
 	// manage: a replace would delete them, so it is refused whatever the flags.
 	Unmanaged []string
+	// ResumeRecorded: the bus holds a resume point for this consumer (an earlier replace
+	// stopped between delete and create); apply removes it once the consumer exists again.
+	ResumeRecorded bool
 	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
 	// so it was left alone; the bus may still differ from the plan there.
 	Unreadable bool
@@ -234,8 +237,16 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		case unread[pc.Stream]:
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
 			c.Notes = append(c.Notes, fmt.Sprintf("the consumers of stream %s could not be read: consumer %s is neither made nor changed; apply again when the stream answers", pc.Stream, name))
-		case replaced[pc.Stream] || lc == nil:
+		case replaced[pc.Stream]:
 			c.Action = Create
+		case lc == nil:
+			c.Action = Create
+			if r, ok := live.Resumes[[2]string{pc.Stream, name}]; ok {
+				// An apply deleted it to replace it and stopped before making it again.
+				r.applyTo(&want)
+				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on the bus before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
+					name, pc.Stream, r.describe()))
+			}
 		case lc.Unavailable != "":
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
 			c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s is %s: not made again, not changed", name, pc.Stream, lc.Unavailable))
@@ -249,6 +260,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 				c.ConsumerConfig = nil
 			}
 		}
+		_, c.ResumeRecorded = live.Resumes[[2]string{pc.Stream, name}]
 		cs.Items = append(cs.Items, c)
 	}
 	for _, ls := range live.Streams {
@@ -270,7 +282,8 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			case !wantStreams[ls.Name] && !opts.Prune:
 				// Its stream is already counted as left alone.
 			case opts.Prune:
-				cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name})
+				_, recorded := live.Resumes[[2]string{ls.Name, lc.Name}]
+				cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name, ResumeRecorded: recorded})
 			default:
 				strayConsumers = append(strayConsumers, ls.Name+"/"+lc.Name)
 			}
@@ -520,7 +533,7 @@ func resumeAfterAckFloor(have Consumer, want *jetstream.ConsumerConfig, c *Chang
 	want.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 	want.OptStartSeq = have.AckFloor + 1
 	want.OptStartTime = nil
-	c.Notes = append(c.Notes, fmt.Sprintf("the new consumer %s resumes at stream sequence %d, after the last message the old one acknowledged", have.Name, want.OptStartSeq))
+	c.Notes = append(c.Notes, fmt.Sprintf("the new consumer %s resumes at stream sequence %d, after the last message the old one acknowledged; apply records this on the bus before the delete, so a rerun after a stop between delete and create resumes there too", have.Name, want.OptStartSeq))
 }
 
 // compareStructs lists every field, by its JSON name, whose values differ. Every field is
