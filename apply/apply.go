@@ -75,7 +75,7 @@ func (o Options) withDefaults() Options {
 // change set computed from a bus that already matches does nothing.
 func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	if err := refusals(cs, opts); err != nil {
+	if err := Refusals(cs, opts); err != nil {
 		return Result{}, err
 	}
 
@@ -122,8 +122,9 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options
 // the user's answer, not a fault.
 var ErrRefused = errors.New("apply refused")
 
-// refusals lists every change the options do not permit, or returns nil.
-func refusals(cs Changes, opts Options) error {
+// Refusals lists every change the options do not permit, or returns nil: what Apply refuses
+// before its first request, for a caller with more to decide before it writes anything.
+func Refusals(cs Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
