@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 )
@@ -34,6 +33,10 @@ type Options struct {
 	RetryFor time.Duration
 	// AttemptTimeout bounds one attempt. Default 10 s.
 	AttemptTimeout time.Duration
+	// AfterDelete, when set, is called in a consumer's replace between the delete and the
+	// create; an error stops that replace there, as a kill or a lost server would. For tests of
+	// what a rerun recovers.
+	AfterDelete func(Change) error
 }
 
 // Progress is one object done (or failed).
@@ -71,7 +74,7 @@ func (o Options) withDefaults() Options {
 // change set computed from a bus that already matches does nothing.
 func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options) (Result, error) {
 	opts = opts.withDefaults()
-	if err := refusals(cs, opts); err != nil {
+	if err := Refusals(cs, opts); err != nil {
 		return Result{}, err
 	}
 
@@ -118,11 +121,18 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options
 // the user's answer, not a fault.
 var ErrRefused = errors.New("apply refused")
 
-// refusals lists every change the options do not permit, or returns nil.
-func refusals(cs Changes, opts Options) error {
+// Refusals lists every change the options do not permit, or returns nil: what Apply refuses
+// before its first request, for a caller with more to decide before it writes anything.
+func Refusals(cs Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
+		if len(c.Unmanaged) > 0 && (c.Action == Replace || c.Action == Delete) {
+			// No flag gives this: meshc never deletes what it does not manage.
+			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",
+				noun, strings.Join(c.Unmanaged, ", ")))
+			continue
+		}
 		switch c.Action {
 		case Replace:
 			if !opts.AllowReplace {
@@ -157,6 +167,10 @@ type applier struct {
 	js    jetstream.JetStream
 	opts  Options
 	total int
+
+	kvOnce sync.Once
+	kv     jetstream.KeyValue
+	kvErr  error
 
 	mu      sync.Mutex
 	done    int
@@ -247,6 +261,12 @@ func (a *applier) stream(ctx context.Context, c Change) error {
 
 func (a *applier) consumer(ctx context.Context, c Change) error {
 	verb := c.Action.Word()
+	if c.Action == Replace {
+		// Where the replacement starts is on the bus before the old one is gone (resume.go).
+		if err := a.recordResume(ctx, c); err != nil {
+			return fmt.Errorf("%s consumer %s on %s: record where it resumes before deleting it: %w; nothing was deleted", verb, c.Consumer, c.Stream, explain(err))
+		}
+	}
 	if c.Action == Delete || c.Action == Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
@@ -259,7 +279,12 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 		}
 		if c.Action == Delete {
-			return nil
+			return a.forgotten(ctx, c)
+		}
+		if a.opts.AfterDelete != nil {
+			if err := a.opts.AfterDelete(c); err != nil {
+				return fmt.Errorf("%s consumer %s on %s: stopped after the delete: %w", verb, c.Consumer, c.Stream, err)
+			}
 		}
 	}
 	want := *c.ConsumerConfig
@@ -293,6 +318,18 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 	if err != nil {
 		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 	}
+	return a.forgotten(ctx, c)
+}
+
+// forgotten removes a consumer's resume point once it is made again (or pruned). Failing to is
+// not failing the change: a point left behind is used only if the consumer goes missing again.
+func (a *applier) forgotten(ctx context.Context, c Change) error {
+	if c.Action != Replace && !c.ResumeRecorded {
+		return nil
+	}
+	if err := a.forgetResume(ctx, c); err != nil {
+		a.note(fmt.Sprintf("consumer %s on %s exists again, but its resume point could not be removed (%v): it is used only if the consumer goes missing", c.Consumer, c.Stream, err))
+	}
 	return nil
 }
 
@@ -303,85 +340,4 @@ func oldValue(fields []Field, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
-// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
-// temporarily unavailable) and 10023 (insufficient resources while peers are down). Anything
-// else will not pass by waiting.
-// errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
-// wait is all it needs.
-var errStillDeleting = errors.New("the replaced consumer's files were still being removed")
-
-// stillDeleting reports the server's error for a consumer created while the previous consumer
-// of that name was still being removed from its file store: 500/10012 naming a rename of the
-// consumer's state file that found nothing to rename. Seen here on a re-create right after a
-// delete; only the replace path asks, where the delete is its own.
-func stillDeleting(err error) bool {
-	var ae *jetstream.APIError
-	return errors.As(err, &ae) && ae.ErrorCode == 10012 &&
-		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
-}
-
-func retryable(err error) bool {
-	var ae *jetstream.APIError
-	switch {
-	case errors.Is(err, errStillDeleting):
-		return true
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
-		return true
-	case errors.As(err, &ae):
-		return ae.ErrorCode == 10008 || ae.ErrorCode == 10023
-	}
-	return false
-}
-
-// retry runs op until it succeeds, fails for good, or the budget is spent: exponential backoff
-// from 250 ms to 5 s. Safe because an identical create or update answers OK, and a delete of
-// what is gone is treated as done.
-func retry(ctx context.Context, budget time.Duration, op func(ctx context.Context) error) error {
-	deadline := time.Now().Add(budget)
-	wait := 250 * time.Millisecond
-	for {
-		err := op(ctx)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		if time.Now().Add(wait).After(deadline) {
-			return fmt.Errorf("still failing after retrying for %s: %w", budget, err)
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
-// explain adds to a server's refusal what the user can do about it.
-func explain(err error) error {
-	var ae *jetstream.APIError
-	var refused *Refusal
-	switch {
-	case errors.As(err, &refused):
-		return err
-	case errors.As(err, &ae):
-		switch ae.ErrorCode {
-		case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount:
-			return fmt.Errorf("%w: JetStream is not enabled for this account; the server's configuration must enable it (accounts { NAME { jetstream: enabled } })", err)
-		case 10065:
-			return fmt.Errorf("%w: another stream on the bus already captures these subjects; if the plan no longer has it, apply with --prune", err)
-		case 10008, 10023:
-			return fmt.Errorf("%w: the cluster has no quorum for this; bring its stopped servers back and apply again", err)
-		}
-		return err
-	case errors.Is(err, nats.ErrNoResponders):
-		return fmt.Errorf("%w: nothing answers the JetStream API here; is JetStream enabled on the server and for this user's account?", err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("%w: the server did not answer; a cluster without a meta leader answers nothing, so check that a majority of its servers is up, then apply again", err)
-	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected):
-		return fmt.Errorf("%w: the connection to the bus was lost; check the server is up and apply again", err)
-	}
-	return err
 }

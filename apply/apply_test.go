@@ -241,6 +241,7 @@ func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
 	}
 	cfg := plan.Consumers[3].Config
 	cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	cfg.Metadata = plan.Marked(cfg.Metadata)
 	if _, err := js.CreateConsumer(ctx, "EVENTS", cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -345,9 +346,10 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What an older catalogue left: a stream with a message, an empty one, a consumer.
+	mark := plan.Marked(nil)
 	for _, cfg := range []jetstream.StreamConfig{
-		{Name: "OLD_FULL", Subjects: []string{"old.full.>"}},
-		{Name: "OLD_EMPTY", Subjects: []string{"old.empty.>"}},
+		{Name: "OLD_FULL", Subjects: []string{"old.full.>"}, Metadata: mark},
+		{Name: "OLD_EMPTY", Subjects: []string{"old.empty.>"}, Metadata: mark},
 	} {
 		if _, err := js.CreateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
@@ -356,7 +358,7 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 	if _, err := js.Publish(ctx, "old.full.x", []byte("keep me")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.CreateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "gone_module"}); err != nil {
+	if _, err := js.CreateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "gone_module", Metadata: mark}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -397,10 +399,13 @@ func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, 
 	t.Helper()
 	old := plan.Consumers[4].Config
 	old.DeliverSubject = "_DELIVER.anchor"
+	old.Metadata = plan.Marked(old.Metadata)
 	if ackWait > 0 {
 		old.AckWait = ackWait
 	}
-	if _, err := js.CreateStream(t.Context(), plan.Streams[2].Config); err != nil {
+	nodes := plan.Streams[2].Config
+	nodes.Metadata = plan.Marked(nodes.Metadata)
+	if _, err := js.CreateStream(t.Context(), nodes); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := js.CreateConsumer(t.Context(), "NODES", old); err != nil {

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -159,5 +160,66 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 		if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "left alone") {
 			t.Fatalf("an unreadable stream was pruned: %s %q", cs.Summary(), cs.Notes)
 		}
+	}
+}
+
+// Ownership on a cluster: R3 buckets, another application's R3 stream and another team's
+// consumer on EVENTS survive every flag; what the mesh marked and dropped is pruned; and the
+// lock's own bucket is made with three replicas and never listed.
+func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
+	c := runCluster(t)
+	nc, js := connect(t, c.urls())
+	ctx := t.Context()
+	plan := meshPlan(3, jetstream.FileStorage)
+	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release(ctx)
+	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "leases", Replicas: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "seat", []byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "audit", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "retired", AckPolicy: jetstream.AckExplicitPolicy, Metadata: plan.Marked(nil)}); err != nil {
+		t.Fatal(err)
+	}
+
+	cs, _, err := converge(t, nc, js, plan, DiffOptions{Prune: true}, Options{Prune: true, PurgeNonEmpty: true, AllowReplace: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Count(Delete) != 1 || !slices.Contains(cs.Unmanaged, "consumer EVENTS/audit") || !slices.Contains(cs.Unmanaged, "stream ORDERS") {
+		t.Fatalf("on a cluster: %s, not managed %q", cs.Summary(), cs.Unmanaged)
+	}
+	requireSettled(t, nc, plan, "the marked consumer the plan dropped was pruned")
+	if e, err := kv.Get(ctx, "seat"); err != nil || string(e.Value()) != "held" {
+		t.Fatalf("the R3 bucket lost its key: %v", err)
+	}
+	for _, name := range [][2]string{{"ORDERS", ""}, {"EVENTS", "audit"}} {
+		var err error
+		if name[1] == "" {
+			_, err = js.Stream(ctx, name[0])
+		} else {
+			_, err = js.Consumer(ctx, name[0], name[1])
+		}
+		if err != nil {
+			t.Fatalf("%v did not survive: %v", name, err)
+		}
+	}
+	state, err := js.Stream(ctx, StateStream)
+	if err != nil || state.CachedInfo().Config.Replicas != 3 {
+		t.Fatalf("the lock's bucket on a cluster: %v", err)
 	}
 }

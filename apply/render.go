@@ -104,6 +104,12 @@ func renderText(w io.Writer, cs Changes) error {
 			fmt.Fprintf(&b, "  - %s\n", n)
 		}
 	}
+	if len(cs.Unmanaged) > 0 {
+		b.WriteString("\nNot managed by meshc (never changed or deleted, whatever the flags):\n")
+		for _, n := range cs.Unmanaged {
+			fmt.Fprintf(&b, "  - %s\n", n)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -122,7 +128,8 @@ func renderText(w io.Writer, cs Changes) error {
 //	     "unreadable": true,                               // only when the server could not report it
 //	     "notes": ["…"]}
 //	  ],
-//	  "notes": ["…"]
+//	  "notes": ["…"],
+//	  "not_managed": ["stream KV_leases (key-value bucket leases)", "consumer EVENTS/audit"]
 //	}
 //
 // Values are rendered as text in the JetStream API's own words ("workqueue", "720h0m0s").
@@ -131,6 +138,8 @@ type jsonChanges struct {
 	Summary jsonSummary  `json:"summary"`
 	Changes []jsonChange `json:"changes"`
 	Notes   []string     `json:"notes"`
+	// NotManaged is what the bus holds that meshc never changes.
+	NotManaged []string `json:"not_managed"`
 }
 
 type jsonSummary struct {
@@ -157,10 +166,11 @@ type jsonChange struct {
 
 func renderJSON(w io.Writer, cs Changes) error {
 	out := jsonChanges{
-		Version: 1,
-		Summary: jsonSummary{cs.Count(Create), cs.Count(Update), cs.Count(Replace), cs.Count(Delete), cs.Count(NoOp), cs.Unreadable()},
-		Changes: []jsonChange{},
-		Notes:   nonNil(cs.Notes),
+		Version:    1,
+		Summary:    jsonSummary{cs.Count(Create), cs.Count(Update), cs.Count(Replace), cs.Count(Delete), cs.Count(NoOp), cs.Unreadable()},
+		Changes:    []jsonChange{},
+		Notes:      nonNil(cs.Notes),
+		NotManaged: nonNil(cs.Unmanaged),
 	}
 	for _, c := range cs.shown() {
 		jc := jsonChange{
@@ -232,6 +242,12 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 	if len(cs.Notes) > 0 {
 		b.WriteString("\n")
 		for _, n := range cs.Notes {
+			fmt.Fprintf(&b, "- %s\n", mdCell(n))
+		}
+	}
+	if len(cs.Unmanaged) > 0 {
+		b.WriteString("\nNot managed by meshc (never changed or deleted, whatever the flags):\n\n")
+		for _, n := range cs.Unmanaged {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))
 		}
 	}

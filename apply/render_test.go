@@ -19,11 +19,12 @@ func liveFor(plan *compiler.Plan) *State {
 	st := &State{}
 	for _, ps := range plan.Streams {
 		c := normalStream(ps.Config)
-		c.Metadata = map[string]string{"_nats.ver": "2.15.2"}
+		c.Metadata = map[string]string{"_nats.ver": "2.15.2", compiler.OwnerKey: plan.Account}
 		s := Stream{Name: c.Name, Config: c}
 		for _, pc := range plan.Consumers {
 			if pc.Stream == c.Name {
 				cc := normalConsumer(pc.Config)
+				cc.Metadata = plan.Marked(cc.Metadata)
 				s.Consumers = append(s.Consumers, Consumer{Stream: c.Name, Name: cc.Name, Config: cc})
 			}
 		}
@@ -36,8 +37,16 @@ func sampleChanges() Changes {
 	plan := meshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan)
 	// A stream the plan no longer has, holding messages; a consumer gone from the catalogue.
-	live.Streams = append([]Stream{{Name: "AAA_OLD", Config: normalStream(jetstream.StreamConfig{Name: "AAA_OLD", Subjects: []string{"old.>"}}), Messages: 3}}, live.Streams...)
-	live.Streams[2].Consumers = append(live.Streams[2].Consumers, Consumer{Stream: "EVENTS", Name: "gone", Config: normalConsumer(jetstream.ConsumerConfig{Durable: "gone"})})
+	mark := map[string]string{compiler.OwnerKey: plan.Account}
+	live.Streams = append([]Stream{{Name: "AAA_OLD", Config: normalStream(jetstream.StreamConfig{Name: "AAA_OLD", Subjects: []string{"old.>"}, Metadata: mark}), Messages: 3}}, live.Streams...)
+	live.Streams[2].Consumers = append(live.Streams[2].Consumers, Consumer{Stream: "EVENTS", Name: "gone", Config: normalConsumer(jetstream.ConsumerConfig{Durable: "gone", Metadata: mark})})
+	// What is not the mesh's: a bucket, another application's stream, another tool's consumer.
+	live.Streams = append(live.Streams,
+		Stream{Name: "KV_leases", Config: normalStream(jetstream.StreamConfig{Name: "KV_leases", Subjects: []string{"$KV.leases.>"}}), Messages: 2},
+		Stream{Name: "ORDERS", Config: normalStream(jetstream.StreamConfig{Name: "ORDERS", Metadata: map[string]string{compiler.OwnerKey: "another-mesh"}})})
+	live.Streams[2].Consumers = append(live.Streams[2].Consumers, Consumer{Stream: "EVENTS", Name: "audit", Config: normalConsumer(jetstream.ConsumerConfig{Durable: "audit"})})
+	slices.SortFunc(live.Streams, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(live.Streams[2].Consumers, func(a, b Consumer) int { return strings.Compare(a.Name, b.Name) })
 	plan.Streams[1].Config.MaxAge = 1440 * time.Hour
 	plan.Streams[0].Config.Storage = jetstream.MemoryStorage
 	plan.Streams = append(plan.Streams, compiler.Stream{Config: jetstream.StreamConfig{Name: "SEAT_IMAGE_STORE", Subjects: []string{"mesh.seat.image-store.accept.>"}, Retention: jetstream.WorkQueuePolicy}})
@@ -72,6 +81,11 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("changes, in order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// Pruning touches only what carries the mark; the rest is listed, streams first.
+	wantUnmanaged := []string{"stream KV_leases (key-value bucket leases)", "stream ORDERS", "consumer EVENTS/audit"}
+	if !slices.Equal(cs.Unmanaged, wantUnmanaged) {
+		t.Fatalf("not managed: %q, want %q", cs.Unmanaged, wantUnmanaged)
+	}
 	if again := sampleChanges(); !bytes.Equal(renderOut(t, again, FormatJSON), renderOut(t, cs, FormatJSON)) {
 		t.Fatal("the same inputs gave two change sets")
 	}
@@ -79,6 +93,8 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 	plan2 := meshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan2)
 	live.Streams = append(live.Streams, Stream{Name: "ZZZ", Config: normalStream(jetstream.StreamConfig{Name: "ZZZ"})})
+	cs = Diff(live, plan2, DiffOptions{})
+	live.Streams[len(live.Streams)-1].Config.Metadata = map[string]string{compiler.OwnerKey: plan2.Account}
 	cs = Diff(live, plan2, DiffOptions{})
 	if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "ZZZ") {
 		t.Fatalf("without prune: %s %q", cs.Summary(), cs.Notes)
@@ -106,6 +122,8 @@ func TestRenderText(t *testing.T) {
 		"      storage: file → memory  (forces replacement)",
 		"      max_age: 720h0m0s → 1440h0m0s",
 		"  ~ consumer EVENTS/anchor_builder",
+		"Not managed by meshc (never changed or deleted, whatever the flags):",
+		"  - stream KV_leases (key-value bucket leases)",
 	} {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("text lacks %q:\n%s", want, out)

@@ -25,6 +25,9 @@ type Requester interface {
 // State is what the bus holds: every stream with its consumers, sorted by name.
 type State struct {
 	Streams []Stream
+	// Resumes are the recorded starts of consumers whose replacement was begun (the old one
+	// deleted) and perhaps not finished, by stream and consumer.
+	Resumes map[[2]string]ResumePoint
 	// Requests is how many API requests the read cost: a handful per stream, never one per
 	// consumer.
 	Requests int
@@ -170,6 +173,11 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 	}
 	slices.SortFunc(st.Streams, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
 
+	if s := st.stream(StateStream); s != nil && s.Unavailable == "" {
+		if err := st.readResumes(ctx, nc, opts); err != nil {
+			return nil, err
+		}
+	}
 	for i := range st.Streams {
 		s := &st.Streams[i]
 		if s.Unavailable != "" {
@@ -249,6 +257,11 @@ func (st *State) request(ctx context.Context, nc Requester, opts ReadOptions, su
 	if err != nil {
 		return err
 	}
+	return st.requestRaw(ctx, nc, opts, subject, body, into)
+}
+
+// requestRaw makes one API request, retried on the transient failures of NATS-FACTS §8.
+func (st *State) requestRaw(ctx context.Context, nc Requester, opts ReadOptions, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
 	return retry(ctx, opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout)
 		defer cancel()
@@ -258,7 +271,7 @@ func (st *State) request(ctx context.Context, nc Requester, opts ReadOptions, su
 			return explainRequestError(nc, err)
 		}
 		if err := json.Unmarshal(msg.Data, into); err != nil {
-			return fmt.Errorf("the server's answer to %s is not a JetStream list (%w): is this a JetStream server?", subject, err)
+			return fmt.Errorf("the server's answer to %s is not a JetStream answer (%w): is this a JetStream server?", subject, err)
 		}
 		if ae := into.apiError(); ae != nil {
 			return ae

@@ -53,6 +53,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.credentials()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
+	c.plan.Mark()
 
 	slices.SortFunc(c.plan.Streams, func(a, b Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
 	slices.SortFunc(c.plan.Consumers, func(a, b Consumer) int {
@@ -137,6 +138,9 @@ func (c *compilation) controller() {
 		// subject cannot carry the answer (NATS-FACTS §10). Nothing but an enrolling machine
 		// subscribes under this prefix, each to its own.
 		"_INBOX.enrol.*.>",
+		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
+		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).
+		ApplyBucketSubjects(),
 	}
 	pub = append(pub, ackGrants(ControlStream, ReportsConsumer)...)
 	pub = append(pub, ackGrants(ControlStream, EnrolmentsConsumer)...)

@@ -111,7 +111,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 			"$JS.*.API.>",
 			"$JS.ACK.*.*.CONTROL.enrolments.>", "$JS.ACK.*.*.CONTROL.reports.>", "$JS.ACK.*.*.EVENTS.mesh-controller.>",
 			"$JS.ACK.CONTROL.enrolments.>", "$JS.ACK.CONTROL.reports.>", "$JS.ACK.EVENTS.mesh-controller.>",
-			"$JS.API.>", "_INBOX.enrol.*.>", "mesh.node.*.declare", "mesh.seat.mesh-build-machine.accept.build",
+			"$JS.API.>", "$KV.meshc.>", "_INBOX.enrol.*.>", "mesh.node.*.declare", "mesh.seat.mesh-build-machine.accept.build",
 		},
 		sub: []string{"_INBOX.mesh-controller.>", "mesh.control.heartbeat.*"},
 	}}

@@ -32,6 +32,44 @@ func (p *Plan) User(name string) *User {
 	return nil
 }
 
+// OwnerKey is the metadata key that marks a stream or consumer as this mesh's: its value is the
+// mesh's name. An account holds more than the mesh — KV and object-store buckets are streams too,
+// and other applications and tools add their own streams and consumers (NATS-FACTS §11) — so
+// apply changes and prunes only what carries the mark, and never deletes anything else.
+const OwnerKey = "meshc.mesh"
+
+// Mark gives every stream and consumer of the plan the mesh's ownership mark, keeping any other
+// metadata. Compile calls it; apply calls it again on what it sends, so a hand-made plan is
+// marked too.
+func (p *Plan) Mark() {
+	for i := range p.Streams {
+		p.Streams[i].Config.Metadata = p.Marked(p.Streams[i].Config.Metadata)
+	}
+	for i := range p.Consumers {
+		p.Consumers[i].Config.Metadata = p.Marked(p.Consumers[i].Config.Metadata)
+	}
+}
+
+// Marked returns metadata carrying the mesh's mark: md itself when it has it, else a copy with
+// it added (md is never changed).
+func (p *Plan) Marked(md map[string]string) map[string]string {
+	if p.Owns(md) {
+		return md
+	}
+	out := make(map[string]string, len(md)+1)
+	for k, v := range md {
+		out[k] = v
+	}
+	out[OwnerKey] = p.Account
+	return out
+}
+
+// Owns reports whether an object's metadata carries this mesh's mark.
+func (p *Plan) Owns(metadata map[string]string) bool {
+	v, ok := metadata[OwnerKey]
+	return ok && v == p.Account
+}
+
 // UserKind is what a bus user is in the mesh.
 type UserKind string
 

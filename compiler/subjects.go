@@ -58,6 +58,16 @@ const (
 	NodesStream   = "NODES"
 )
 
+// ApplyBucket is the key-value bucket where meshc apply keeps, on the bus, what must outlive
+// one run: the lock that lets one apply at a time change the bus, and the resume point of each
+// consumer being replaced. On the bus rather than a machine, because two applies may run from
+// two machines, and a killed apply's rerun may run anywhere.
+const ApplyBucket = "meshc"
+
+// ApplyBucketSubjects are the subjects a write to ApplyBucket publishes on: a key-value put is a
+// publish to $KV.<bucket>.<key>.
+func ApplyBucketSubjects() string { return "$KV." + ApplyBucket + ".>" }
+
 // SeatStream is a seat's work queue: the seat name upper-cased with - as _.
 func SeatStream(seat string) string {
 	return "SEAT_" + strings.ToUpper(strings.ReplaceAll(seat, "-", "_"))

@@ -2,59 +2,227 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
-	"meshc/compiler"
-	"meshc/emit"
 	"meshc/internal/atomicfile"
 )
 
-// deliverAccounts writes the composed accounts file to path when its bytes changed, atomically,
-// and reports whether it did. Unchanged bytes are left alone, file and modification time both:
-// the server reloads on the file, and every reload re-checks the password of every connected
-// client (NATS-FACTS §3), so a reload with nothing new is a cost with no benefit.
-func deliverAccounts(plan *compiler.Plan, path string, allowMissing bool) (bool, error) {
-	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
+// accountsFile is where the composed accounts file goes, looked at before anything is written:
+// a symlink is followed to the file the server reads, and an existing file's owner, group and
+// mode are what the new one gets — the server may run as another user, and a file it cannot
+// read fails its reload.
+type accountsFile struct {
+	// path as given, target the file written (path with symlinks resolved).
+	path, target string
+	exists       bool
+	mode         fs.FileMode
+	uid, gid     int
+	modTime      time.Time
+	current      []byte
+}
+
+func lookAtAccounts(path string) (*accountsFile, error) {
+	f := &accountsFile{path: path, target: path, mode: 0o600, uid: -1, gid: -1}
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		f.target = resolved
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("--accounts %s: %w", path, err)
+	} else if link, lerr := os.Readlink(path); lerr == nil {
+		// A link to a file not there yet: written where it points.
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		f.target = link
+	}
+	info, err := os.Stat(f.target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--accounts %s: %w", path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("--accounts %s: not a regular file", path)
+	}
+	f.exists, f.mode, f.modTime = true, info.Mode().Perm(), info.ModTime()
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		f.uid, f.gid = int(st.Uid), int(st.Gid)
+		if euid := os.Geteuid(); euid != 0 && f.uid != euid {
+			// The new file would be meshc's user's, and the server reading it as the old
+			// owner may no longer be allowed to.
+			return nil, fmt.Errorf("--accounts %s: the file belongs to uid %d and meshc runs as uid %d, so it cannot keep its owner; run apply as its owner (or root)", path, f.uid, euid)
+		}
+	}
+	if f.current, err = os.ReadFile(f.target); err != nil {
+		return nil, fmt.Errorf("--accounts %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// write replaces the file's bytes atomically, keeping owner, group and mode, and reports
+// whether it wrote. Unchanged bytes are left alone, file and modification time both.
+func (f *accountsFile) write(data []byte) (bool, error) {
+	if f.exists && bytes.Equal(f.current, data) {
+		return false, nil
+	}
+	// A new file is 0600: it holds every user's hash.
+	if err := atomicfile.WriteOwned(f.target, data, f.mode, f.uid, f.gid); err != nil {
+		return false, err
+	}
+	info, err := os.Stat(f.target)
 	if err != nil {
 		return false, err
 	}
-	old, err := os.ReadFile(path)
-	if err == nil && bytes.Equal(old, data) {
-		return false, nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, fmt.Errorf("reading %s: %w", path, err)
-	}
-	// 0600: the file holds every user's hash; the server reads it as the user it runs as.
-	return true, atomicfile.Write(path, data, 0o600)
+	f.modTime, f.current, f.exists = info.ModTime(), data, true
+	return true, nil
 }
 
-// signalReload asks a running nats-server to reload its configuration, as `nats-server --signal
-// reload=PID` does: SIGHUP to the process. target is a process id or a pid file (the server's
-// own pid_file option writes one).
-func signalReload(target string) error {
+// reloadTarget is a nats-server process to signal, and its monitoring endpoint, which says
+// what the server has loaded and whether a reload took.
+type reloadTarget struct {
+	pid     int
+	monitor string
+}
+
+// checkProcess decides whether pid is a nats-server meshc may signal. A variable so a test can
+// accept its own process, which runs the server in-process.
+var checkProcess = isNATSServer
+
+// isNATSServer reads the process's name and executable from /proc: a stale pid file's pid now
+// belonging to a shell or a sleep must not be sent SIGHUP (which ends most programs).
+func isNATSServer(pid int) error {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return fmt.Errorf("no process %d (%v)", pid, err)
+	}
+	name := strings.TrimSpace(string(comm))
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if name == "nats-server" || filepath.Base(exe) == "nats-server" {
+		return nil
+	}
+	return fmt.Errorf("process %d is %q, not nats-server", pid, name)
+}
+
+// resolveReload reads --reload (a process id or a pid file) and checks it is a nats-server,
+// before anything is written.
+func resolveReload(target, monitor string) (*reloadTarget, error) {
 	pid, err := strconv.Atoi(target)
 	if err != nil {
 		data, rerr := os.ReadFile(target)
 		if rerr != nil {
-			return fmt.Errorf("--reload %s: neither a process id nor a readable pid file: %w", target, rerr)
+			return nil, fmt.Errorf("--reload %s: neither a process id nor a readable pid file: %w", target, rerr)
 		}
 		if pid, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
-			return fmt.Errorf("--reload %s: the pid file does not hold a process id", target)
+			return nil, fmt.Errorf("--reload %s: the pid file does not hold a process id", target)
 		}
 	}
-	p, err := os.FindProcess(pid)
+	if pid <= 0 {
+		// kill(0) signals the caller's process group, kill(-N) group N: never a server.
+		return nil, fmt.Errorf("--reload %s: %d is not a process id (it must be above 0)", target, pid)
+	}
+	if err := checkProcess(pid); err != nil {
+		return nil, fmt.Errorf("--reload %s: %v; give the nats-server's pid or pid file", target, err)
+	}
+	return &reloadTarget{pid: pid, monitor: strings.TrimRight(monitor, "/")}, nil
+}
+
+// varz is what the monitoring endpoint says of the loaded configuration.
+type varz struct {
+	ConfigLoadTime time.Time `json:"config_load_time"`
+	ConfigDigest   string    `json:"config_digest"`
+}
+
+func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
+	var v varz
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.monitor+"/varz", nil)
 	if err != nil {
-		return fmt.Errorf("--reload: no process %d: %w", pid, err)
+		return v, fmt.Errorf("--monitor %s: %w", r.monitor, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return v, fmt.Errorf("--monitor %s: %w: meshc reads what the server has loaded from its monitoring endpoint (nats-server -m PORT, or http: in its configuration)", r.monitor, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return v, fmt.Errorf("--monitor %s: /varz answered %s", r.monitor, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.ConfigLoadTime.IsZero() {
+		return v, fmt.Errorf("--monitor %s: /varz is not a nats-server's (%v)", r.monitor, err)
+	}
+	return v, nil
+}
+
+// stale reports whether the server loaded its configuration before the file last changed: the
+// file on disk is not what it runs, whether this apply wrote it or an earlier one whose reload
+// failed did.
+func (r *reloadTarget) stale(v varz, f *accountsFile) bool {
+	return !v.ConfigLoadTime.After(f.modTime)
+}
+
+// reload signals the server (SIGHUP, as nats-server --signal reload does) and waits until its
+// monitoring endpoint shows a configuration loaded after the signal. A server that refuses the
+// new configuration keeps the old one and logs why; meshc says what it can see of why.
+func (r *reloadTarget) reload(ctx context.Context, before varz, f *accountsFile, wait time.Duration) error {
+	p, err := os.FindProcess(r.pid)
+	if err != nil {
+		return fmt.Errorf("--reload: no process %d: %w", r.pid, err)
 	}
 	if err := p.Signal(syscall.SIGHUP); err != nil {
-		return fmt.Errorf("--reload: signalling nats-server (pid %d) to reload: %w; reload it by hand (nats-server --signal reload=%d)", pid, err, pid)
+		return fmt.Errorf("--reload: signalling nats-server (pid %d) to reload: %w; reload it by hand (nats-server --signal reload=%d)", r.pid, err, r.pid)
 	}
-	return nil
+	deadline := time.Now().Add(wait)
+	for {
+		now, err := r.loaded(ctx)
+		if err == nil && now.ConfigLoadTime.After(before.ConfigLoadTime) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			why := "it kept the configuration it loaded at " + before.ConfigLoadTime.Format(time.RFC3339Nano)
+			if err != nil {
+				why = err.Error()
+			}
+			return fmt.Errorf("--reload: nats-server (pid %d) did not reload within %s: %s. %s; its log says why, and apply signals it again on the next run",
+				r.pid, wait, why, readableBy(r.pid, f))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// readableBy says whether the server's user can read the accounts file: the most common
+// reason a reload is refused.
+func readableBy(pid int, f *accountsFile) string {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "the server's user could not be read"
+	}
+	uid := -1
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if fields := strings.Fields(rest); len(fields) > 1 {
+				uid, _ = strconv.Atoi(fields[1]) // effective
+			}
+		}
+	}
+	switch {
+	case uid == 0, uid == f.uid && f.mode&0o400 != 0, f.mode&0o004 != 0:
+		return fmt.Sprintf("the server's user (uid %d) can read %s", uid, f.target)
+	}
+	return fmt.Sprintf("the server's user (uid %d) may not be able to read %s (owner uid %d, group %d, mode %04o)", uid, f.target, f.uid, f.gid, f.mode)
 }

@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
 	"meshc/apply"
+	"meshc/compiler"
+	"meshc/emit"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
@@ -31,12 +36,29 @@ the plan no longer has is deleted only with --prune; and a stream holding messag
 replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
+One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
+bucket "meshc", recording holder, start and expiry) before it reads, and renews it while it
+works. A second apply waits up to --lock-timeout and then exits 2 naming the holder. A crashed
+apply's lock expires a minute after its last renewal; a stuck one's is removed with
+--break-lock. --dry-run reads without the lock.
+
+Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>.
+What the plan names is the mesh's and gets the mark on its next update. --prune deletes only
+marked objects the plan no longer has; everything else (KV and object-store buckets, other
+applications' streams, consumers other tools added) is listed as not managed and never
+changed, whatever the flags.
+
 With --accounts PATH it also writes the composed accounts file (the users, hashes and
 permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
-the streams; with --reload it then signals the server to reload it in place (SIGHUP, as
-'nats-server --signal reload'): new users can connect at once and existing connections stay. A
-reload re-checks the password of every connected client, which is why an unchanged file is never
-rewritten. With --accounts and no server, only the file is written.
+the streams and after every refusal was decided (a refused apply writes nothing). A symlink is
+written through to its target, and an existing file keeps its owner, group and mode (a new one
+is 0600). With --reload it checks first that the target is a running nats-server, then signals
+it to reload (SIGHUP, as 'nats-server --signal reload') when the server has not loaded the file
+as it now is — read from its monitoring endpoint (/varz config_load_time), so a rerun after a
+failed reload signals again — and waits until the endpoint shows the reload; a reload the server
+rejected exits 2. New users can connect at once and existing connections stay. A reload
+re-checks the password of every connected client, which is why an unchanged file is never
+rewritten. With --accounts and no server, only the file is written (and reloaded).
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -46,15 +68,20 @@ Flags:
   --concurrency N   requests in flight (default 64)
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
-  --reload TARGET   after writing it, signal nats-server (a PID or its pid file) to reload
+  --reload TARGET   signal nats-server (a PID or its pid file) to reload the file, and confirm it
+  --monitor URL     with --reload: the server's monitoring endpoint (default http://127.0.0.1:8222)
+  --reload-timeout D  with --reload: how long the server may take to reload (default 30s)
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
+  --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
+  --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
 
 ` + connectHelp + `
 Exit status:
   0  applied (or nothing to change)
   1  the catalogue has errors, or the plan needs --allow-replace/--prune/--purge to proceed
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
-     refused a request
+     refused a request, another apply held the lock past --lock-timeout, the accounts file
+     cannot be written, or the server did not take the reload
 `
 
 func runApply(args []string, stdout, stderr io.Writer) int {
@@ -69,6 +96,10 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
+	lockTimeout := fs.Duration("lock-timeout", time.Minute, "how long to wait for another apply's lock")
+	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")
+	monitor := fs.String("monitor", "http://127.0.0.1:8222", "with --reload, the server's monitoring `URL`")
+	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload, how long to wait for the server to reload")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
@@ -83,27 +114,16 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: --reload signals the server to reload the file --accounts writes; give --accounts PATH too\n")
 		return exitCantRun
 	}
+	// Everything that can refuse is decided before anything is written: the accounts file's
+	// bytes and place, the reload target, the lock and the plan's refusals.
+	var accounts *accountsDelivery
 	if *accountsPath != "" && !*dryRun {
-		// Users first: a module whose consumer is about to exist should be able to connect.
-		changed, err := deliverAccounts(plan, *accountsPath, *allowMissing)
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return exitFailed
-		}
-		switch {
-		case !changed:
-			fmt.Fprintf(stderr, "meshc apply: %s is current; the server is not asked to reload\n", *accountsPath)
-		case *reload != "":
-			if err := signalReload(*reload); err != nil {
-				fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-				return exitCantRun
-			}
-			fmt.Fprintf(stderr, "meshc apply: wrote %s and asked the server to reload it\n", *accountsPath)
-		default:
-			fmt.Fprintf(stderr, "meshc apply: wrote %s; reload the server to pick it up (--reload does)\n", *accountsPath)
+		var exit int
+		if accounts, exit = prepareAccounts(plan, *accountsPath, *allowMissing, *reload, *monitor, stderr); accounts == nil {
+			return exit
 		}
 		if !conn.explicit() {
-			return exitOK
+			return accounts.deliver(*reloadWait, stderr)
 		}
 	}
 	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
@@ -112,7 +132,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
-	bus, live, exit, ok := readLive("apply", &conn, plan, 30*time.Minute, stderr)
+	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
 		return exit
 	}
@@ -127,15 +147,50 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancelTimeout()
+	if *breakLock {
+		return runBreakLock(ctx, js, stderr)
+	}
+	if !*dryRun {
+		// Locked before the read: a state read while another apply changes it is already
+		// stale, and applying a diff of it would undo the other's work.
+		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout, Replicas: stateReplicas(bus.Conn)})
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		defer lock.Release(context.Background())
+		ctx = lock.Context()
+	}
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
+		return exitCantRun
+	}
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
 	if err := apply.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}
-	if *dryRun || changes.Empty() {
+	if *dryRun {
 		return exitOK
 	}
 	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, Concurrency: *concurrency}
+	if err := apply.Refusals(changes, opts); err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		if accounts != nil {
+			fmt.Fprintf(stderr, "meshc apply: %s was not written either\n", *accountsPath)
+		}
+		return exitFailed
+	}
+	if accounts != nil {
+		// Users first: a module whose consumer is about to exist should be able to connect.
+		if exit := accounts.deliver(*reloadWait, stderr); exit != exitOK {
+			return exit
+		}
+	}
+	if changes.Empty() {
+		return exitOK
+	}
 	// Progress on a terminal only: a CI log gets the plan and the outcome, not a line per object.
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		opts.Progress = func(p apply.Progress) {
@@ -150,12 +205,120 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: note: %s\n", n)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
 		if errors.Is(err, apply.ErrRefused) {
 			return exitFailed
 		}
 		return exitCantRun
 	}
 	fmt.Fprintf(stderr, "meshc apply: applied %d change(s)\n", result.Applied)
+	return exitOK
+}
+
+// lockHolder names this apply in the bus's lock: which mesh, who, where, which process, so the
+// apply turned away knows whom to ask.
+func lockHolder(plan *compiler.Plan) string {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", plan.Account, who, host, os.Getpid())
+}
+
+// stateReplicas is the replica count of apply's bucket when this apply makes it: three on a
+// cluster of three or more servers, so the lock and the resume points survive a node lost,
+// and one on a single server.
+func stateReplicas(nc *nats.Conn) int {
+	if len(nc.Servers()) >= 3 {
+		return 3
+	}
+	return 1
+}
+
+// lockCause says why a request stopped when it was the lock that ended it.
+func lockCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, apply.ErrLockLost) {
+		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
+	}
+	return err
+}
+
+// runBreakLock removes a stuck apply's lock and says whose it was.
+func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer) int {
+	held, err := apply.BreakLock(ctx, js)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	if held == nil {
+		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next renewal\n", held)
+	return exitOK
+}
+
+// accountsDelivery is the accounts file, its bytes and its reload, checked and ready to write.
+type accountsDelivery struct {
+	data   []byte
+	file   *accountsFile
+	reload *reloadTarget
+	before varz
+}
+
+// prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
+// the bytes (a missing hash is exit 1), where they go and as whom, and the reload target
+// (a nats-server, whose monitoring endpoint answers). nil means exit with the code.
+func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, stderr io.Writer) (*accountsDelivery, int) {
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return nil, exitFailed
+	}
+	d := &accountsDelivery{data: data}
+	if d.file, err = lookAtAccounts(path); err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return nil, exitCantRun
+	}
+	if reload != "" {
+		if d.reload, err = resolveReload(reload, monitor); err == nil {
+			d.before, err = d.reload.loaded(context.Background())
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return nil, exitCantRun
+		}
+	}
+	return d, exitOK
+}
+
+// deliver writes the file when its bytes changed and reloads the server when it has not loaded
+// the file as it now is.
+func (d *accountsDelivery) deliver(wait time.Duration, stderr io.Writer) int {
+	changed, err := d.file.write(d.data)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return exitCantRun
+	}
+	path := d.file.path
+	switch {
+	case d.reload != nil && d.reload.stale(d.before, d.file):
+		if err := d.reload.reload(context.Background(), d.before, d.file, wait); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		if changed {
+			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it\n", path)
+		} else {
+			fmt.Fprintf(stderr, "meshc apply: %s is current but the server had not loaded it; the server reloaded it\n", path)
+		}
+	case d.reload != nil:
+		fmt.Fprintf(stderr, "meshc apply: %s is current and the server has loaded it; the server is not asked to reload\n", path)
+	case changed:
+		fmt.Fprintf(stderr, "meshc apply: wrote %s; reload the server to pick it up (--reload does)\n", path)
+	default:
+		fmt.Fprintf(stderr, "meshc apply: %s is current\n", path)
+	}
 	return exitOK
 }

@@ -108,22 +108,34 @@ func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writ
 	return dir, format, plan, exitOK, true
 }
 
-// readLive connects with the connection settings and reads everything the bus holds, within
-// timeout, after saying which bus and as whom. The caller closes the connection.
-func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *apply.State, int, bool) {
+// connectLive resolves the connection settings, says which bus and as whom, connects and asks
+// JetStream once. The caller closes the connection.
+func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.Writer) (*apply.Bus, connection, int, bool) {
 	c, err := conn.resolve(cmd, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
-		return nil, nil, exitCantRun, false
+		return nil, c, exitCantRun, false
 	}
 	fmt.Fprintf(stderr, "meshc %s: comparing with %s\n", cmd, c.describe())
 	bus, err := c.dial()
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
-		return nil, nil, exitCantRun, false
+		return nil, c, exitCantRun, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	return bus, c, exitOK, true
+}
+
+// readLive connects and reads everything the bus holds, within timeout. The caller closes the
+// connection.
+func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *apply.State, int, bool) {
+	bus, c, exit, ok := connectLive(cmd, conn, plan, stderr)
+	if !ok {
+		return nil, nil, exit, false
+	}
+	ctx, cancel := bus.Watch(context.Background())
 	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		bus.Close()

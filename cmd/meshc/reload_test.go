@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"meshc/internal/natstest"
@@ -51,13 +52,8 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
-	serverConf := filepath.Join(conf, "server.conf")
-	if err := os.WriteFile(serverConf, []byte("host: 127.0.0.1\nport: -1\njetstream { store_dir: \""+
-		filepath.Join(conf, "js")+"\" }\ninclude \"accounts.conf\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The server's own signal handling, as in production: SIGHUP reloads.
-	s := natstest.FromConfig(t, serverConf, true)
+	s, monitor := serverWithAccounts(t, conf)
+	acceptOwnProcess(t)
 
 	var disconnects atomic.Int32
 	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
@@ -84,8 +80,8 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 		t.Fatal(err)
 	}
 	dave := mint(t, dir, "person.dave")["person.dave"]
-	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()))
-	if code != 0 || !strings.Contains(errs, "asked the server to reload") {
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	if code != 0 || !strings.Contains(errs, "the server reloaded it") {
 		t.Fatalf("apply --accounts --reload: %d %s", code, errs)
 	}
 
@@ -114,11 +110,39 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 
 	// Nothing changed: the file is not rewritten and the server is not asked again.
 	before, _ := os.Stat(accounts)
-	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()))
-	if code != 0 || !strings.Contains(errs, "is current; the server is not asked to reload") {
+	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	if code != 0 || !strings.Contains(errs, "is current and the server has loaded it; the server is not asked to reload") {
 		t.Fatalf("second apply --accounts: %d %s", code, errs)
 	}
 	if after, _ := os.Stat(accounts); !after.ModTime().Equal(before.ModTime()) {
 		t.Fatal("an unchanged accounts file was rewritten")
 	}
+}
+
+// serverWithAccounts starts a server from a configuration in dir that includes dir/accounts.conf,
+// with its monitoring endpoint and its own signal handling (SIGHUP reloads), as in production.
+// It returns the server and its monitoring URL.
+func serverWithAccounts(t *testing.T, dir string) (*server.Server, string) {
+	t.Helper()
+	serverConf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(serverConf, []byte("host: 127.0.0.1\nport: -1\nhttp: \"127.0.0.1:-1\"\njetstream { store_dir: \""+
+		filepath.Join(dir, "js")+"\" }\ninclude \"accounts.conf\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := natstest.FromConfig(t, serverConf, true)
+	return s, "http://" + s.MonitorAddr().String()
+}
+
+// acceptOwnProcess lets --reload signal this test process, whose nats-server runs in-process;
+// any other process must still be a nats-server.
+func acceptOwnProcess(t *testing.T) {
+	t.Helper()
+	check := checkProcess
+	checkProcess = func(pid int) error {
+		if pid == os.Getpid() {
+			return nil
+		}
+		return check(pid)
+	}
+	t.Cleanup(func() { checkProcess = check })
 }

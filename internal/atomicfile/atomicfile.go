@@ -12,6 +12,12 @@ import (
 // Write writes data to path through a temporary file in the same directory, synced and
 // renamed into place, with the given mode.
 func Write(path string, data []byte, mode fs.FileMode) error {
+	return WriteOwned(path, data, mode, -1, -1)
+}
+
+// WriteOwned is Write giving the file an owner and group (-1 keeps the writer's), set on the
+// temporary file before the rename so the file is never seen with the wrong ones.
+func WriteOwned(path string, data []byte, mode fs.FileMode, uid, gid int) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -21,6 +27,13 @@ func Write(path string, data []byte, mode fs.FileMode) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // gone already after a successful rename
+	if uid >= 0 || gid >= 0 {
+		if err := tmp.Chown(uid, gid); err != nil {
+			tmp.Close()
+			return fmt.Errorf("writing %s: keeping its owner and group: %w", path, err)
+		}
+	}
+	// After the chown, which may clear set-id bits.
 	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)

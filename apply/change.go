@@ -1,0 +1,128 @@
+package apply
+
+import "github.com/nats-io/nats.go/jetstream"
+
+// Action is what apply does to one object, shown as the symbols a reviewer reads.
+type Action int
+
+const (
+	NoOp Action = iota
+	Create
+	Update
+	Replace
+	Delete
+)
+
+func (a Action) String() string {
+	switch a {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Replace:
+		return "-/+"
+	case Delete:
+		return "-"
+	}
+	return " "
+}
+
+// Word is the action in words, for JSON and markdown.
+func (a Action) Word() string {
+	return [...]string{"unchanged", "create", "update", "replace", "delete"}[a]
+}
+
+// Kind is the sort of object a change is about.
+type Kind string
+
+const (
+	KindStream   Kind = "stream"
+	KindConsumer Kind = "consumer"
+)
+
+// Field is one setting that differs, by its JetStream API name.
+type Field struct {
+	Name string `json:"field"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+	// Replaces: the server cannot change this in place, so the object is deleted and made again.
+	Replaces bool `json:"replaces,omitempty"`
+	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
+	// change adds and takes away: a reviewer reads one new filter, not two long lists.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+}
+
+// Change is what happens to one stream or consumer.
+type Change struct {
+	Action Action
+	Kind   Kind
+	Stream string
+	// Consumer is the consumer's name; "" for a stream.
+	Consumer string
+	Fields   []Field
+	// Messages the stream holds (streams only): a delete or replace of one holding any needs
+	// Options.PurgeNonEmpty.
+	Messages uint64
+	// Notes are what was kept on purpose, said so a difference between plan and bus is never
+	// one nobody can find.
+	Notes []string
+	// Unmanaged names, for a stream being replaced, the consumers on it that meshc does not
+	// manage: a replace would delete them, so it is refused whatever the flags.
+	Unmanaged []string
+	// ResumeRecorded: the bus holds a resume point for this consumer (an earlier replace
+	// stopped between delete and create); apply removes it once the consumer exists again.
+	ResumeRecorded bool
+	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
+	// so it was left alone; the bus may still differ from the plan there.
+	Unreadable bool
+	// StreamConfig or ConsumerConfig is what apply asserts (nil for a delete or no-op).
+	StreamConfig   *jetstream.StreamConfig
+	ConsumerConfig *jetstream.ConsumerConfig
+}
+
+// Name is the object's name as a reviewer reads it: STREAM or STREAM/consumer.
+func (c Change) Name() string {
+	if c.Kind == KindConsumer {
+		return c.Stream + "/" + c.Consumer
+	}
+	return c.Stream
+}
+
+// Changes is the whole change set: every object of plan and bus, streams first, then consumers,
+// each by name.
+type Changes struct {
+	Items []Change
+	// Notes concern the change set as a whole (objects left alone because they are not in the
+	// plan and pruning was not asked for).
+	Notes []string
+	// Unmanaged lists what the bus holds that meshc does not manage ("stream KV_leases",
+	// "consumer EVENTS/audit"): shown, never changed, whatever the flags.
+	Unmanaged []string
+}
+
+// Count returns how many changes carry the action.
+func (cs Changes) Count(a Action) int {
+	n := 0
+	for _, c := range cs.Items {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Empty reports whether applying would change nothing.
+func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) }
+
+// Unreadable counts the objects left alone because the server could not report them: a bus
+// with any may still differ from the plan, so "nothing to change" is not "matches".
+func (cs Changes) Unreadable() int {
+	n := 0
+	for _, c := range cs.Items {
+		if c.Unreadable {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,171 @@
+package apply
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// compareStreams lists what differs between the bus's stream and the plan's, each field marked
+// with whether it forces a replace (replace.go).
+func compareStreams(have, want jetstream.StreamConfig) []Field {
+	h, w := normalStream(have), normalStream(want)
+	fields := compareStructs(reflect.ValueOf(h), reflect.ValueOf(w), map[string]bool{"name": true})
+	markReplaces(fields, streamReplaceRules, h, w)
+	return fields
+}
+
+// compareConsumers compares an existing consumer with the plan's, after carrying across what is
+// the consumer's history rather than its configuration. It adjusts want to what apply must send.
+func compareConsumers(have Consumer, want *jetstream.ConsumerConfig) ([]Field, []string) {
+	var notes []string
+	// Where an existing consumer starts is its history: the server refuses to change it, and
+	// reasserting it would replay or skip what it already delivered (seed 003).
+	want.DeliverPolicy = have.Config.DeliverPolicy
+	want.OptStartSeq = have.Config.OptStartSeq
+	want.OptStartTime = have.Config.OptStartTime
+
+	h, w := normalConsumer(have.Config), normalConsumer(*want)
+	if h.DeliverSubject != "" && w.DeliverSubject != "" && h.DeliverSubject != w.DeliverSubject && have.PushBound {
+		// The server will not move a delivery subject while a subscriber is bound, and answers
+		// "consumer name already in use". Bound is a machine listening; moving it would need
+		// its grant for the new subject first, which travels in the user list applied later.
+		// So it keeps the subject that works, and that is said (seed 003).
+		notes = append(notes, fmt.Sprintf("consumer %s on %s keeps its delivery subject %q rather than %q because a subscriber is bound to it: it keeps delivering; the subject moves on an apply made while nothing is bound",
+			have.Name, have.Stream, h.DeliverSubject, w.DeliverSubject))
+		want.DeliverSubject = have.Config.DeliverSubject
+		w.DeliverSubject = h.DeliverSubject
+	}
+	return consumerFields(h, w), notes
+}
+
+// consumerFields lists what differs between two normalised consumer configurations, each field
+// marked with whether it forces a replace (replace.go).
+func consumerFields(h, w jetstream.ConsumerConfig) []Field {
+	fields := compareStructs(reflect.ValueOf(h), reflect.ValueOf(w), map[string]bool{"name": true, "durable_name": true})
+	markReplaces(fields, consumerReplaceRules, h, w)
+	return fields
+}
+
+// resumeAfterAckFloor makes a replacement consumer start after the last message the old one
+// acknowledged, so replacing it neither replays its history nor skips what is pending.
+func resumeAfterAckFloor(have Consumer, want *jetstream.ConsumerConfig, c *Change) {
+	if have.AckFloor == 0 {
+		return
+	}
+	want.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
+	want.OptStartSeq = have.AckFloor + 1
+	want.OptStartTime = nil
+	c.Notes = append(c.Notes, fmt.Sprintf("the new consumer %s resumes at stream sequence %d, after the last message the old one acknowledged; apply records this on the bus before the delete, so a rerun after a stop between delete and create resumes there too", have.Name, want.OptStartSeq))
+}
+
+// compareStructs lists every field, by its JSON name, whose values differ. Every field is
+// compared, not a chosen few: a setting the plan drops is a change too, and a default the
+// normalisation missed shows up as a phantom change in the round-trip test rather than as a
+// drift nobody sees.
+func compareStructs(have, want reflect.Value, skip map[string]bool) []Field {
+	var out []Field
+	t := have.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" || name == "-" || skip[name] {
+			continue
+		}
+		h, w := have.Field(i), want.Field(i)
+		if equalValues(h, w) {
+			continue
+		}
+		f := Field{Name: name, Old: render(h), New: render(w)}
+		if hs, ok := h.Interface().([]string); ok {
+			ws := w.Interface().([]string)
+			f.Added, f.Removed = listDelta(hs, ws)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// listDelta returns what want has that have lacks, and the reverse, each sorted.
+func listDelta(have, want []string) (added, removed []string) {
+	for _, x := range want {
+		if !slices.Contains(have, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range have {
+		if !slices.Contains(want, x) {
+			removed = append(removed, x)
+		}
+	}
+	slices.Sort(added)
+	slices.Sort(removed)
+	return added, removed
+}
+
+func equalValues(a, b reflect.Value) bool {
+	if ta, ok := a.Interface().(*time.Time); ok {
+		tb := b.Interface().(*time.Time)
+		if ta == nil || tb == nil {
+			return ta == tb
+		}
+		return ta.Equal(*tb)
+	}
+	if a.Kind() == reflect.Slice || a.Kind() == reflect.Map {
+		if a.Len() == 0 && b.Len() == 0 {
+			return true
+		}
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// render shows a value the way a reviewer reads it: durations as durations, policies by name.
+func render(v reflect.Value) string {
+	switch x := v.Interface().(type) {
+	case string:
+		if x == "" {
+			return `""`
+		}
+		return x
+	case time.Duration:
+		return x.String()
+	case *time.Time:
+		if x == nil {
+			return "none"
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	case json.Marshaler:
+		// The policies, in the JetStream API's own words ("workqueue", "explicit").
+		if b, err := x.MarshalJSON(); err == nil {
+			var s string
+			if json.Unmarshal(b, &s) == nil {
+				return s
+			}
+			return string(b)
+		}
+	case []string:
+		return "[" + strings.Join(x, ", ") + "]"
+	case map[string]string:
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			kv = append(kv, k+"="+x[k])
+		}
+		return "{" + strings.Join(kv, ", ") + "}"
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "none"
+		}
+		return render(v.Elem())
+	case reflect.Struct, reflect.Slice:
+		return fmt.Sprintf("%+v", v.Interface())
+	}
+	return fmt.Sprint(v.Interface())
+}

@@ -1,0 +1,93 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
+// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
+// temporarily unavailable) and 10023 (insufficient resources while peers are down). Anything
+// else will not pass by waiting.
+// errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
+// wait is all it needs.
+var errStillDeleting = errors.New("the replaced consumer's files were still being removed")
+
+// stillDeleting reports the server's error for a consumer created while the previous consumer
+// of that name was still being removed from its file store: 500/10012 naming a rename of the
+// consumer's state file that found nothing to rename. Seen here on a re-create right after a
+// delete; only the replace path asks, where the delete is its own.
+func stillDeleting(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == 10012 &&
+		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
+}
+
+func retryable(err error) bool {
+	var ae *jetstream.APIError
+	switch {
+	case errors.Is(err, errStillDeleting):
+		return true
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
+		return true
+	case errors.As(err, &ae):
+		return ae.ErrorCode == 10008 || ae.ErrorCode == 10023
+	}
+	return false
+}
+
+// retry runs op until it succeeds, fails for good, or the budget is spent: exponential backoff
+// from 250 ms to 5 s. Safe because an identical create or update answers OK, and a delete of
+// what is gone is treated as done.
+func retry(ctx context.Context, budget time.Duration, op func(ctx context.Context) error) error {
+	deadline := time.Now().Add(budget)
+	wait := 250 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("still failing after retrying for %s: %w", budget, err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// explain adds to a server's refusal what the user can do about it.
+func explain(err error) error {
+	var ae *jetstream.APIError
+	var refused *Refusal
+	switch {
+	case errors.As(err, &refused):
+		return err
+	case errors.As(err, &ae):
+		switch ae.ErrorCode {
+		case jetstream.JSErrCodeJetStreamNotEnabled, jetstream.JSErrCodeJetStreamNotEnabledForAccount:
+			return fmt.Errorf("%w: JetStream is not enabled for this account; the server's configuration must enable it (accounts { NAME { jetstream: enabled } })", err)
+		case 10065:
+			return fmt.Errorf("%w: another stream on the bus already captures these subjects; if the plan no longer has it, apply with --prune", err)
+		case 10008, 10023:
+			return fmt.Errorf("%w: the cluster has no quorum for this; bring its stopped servers back and apply again", err)
+		}
+		return err
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("%w: nothing answers the JetStream API here; is JetStream enabled on the server and for this user's account?", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%w: the server did not answer; a cluster without a meta leader answers nothing, so check that a majority of its servers is up, then apply again", err)
+	case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected):
+		return fmt.Errorf("%w: the connection to the bus was lost; check the server is up and apply again", err)
+	}
+	return err
+}

@@ -1,0 +1,76 @@
+package apply
+
+import "github.com/nats-io/nats.go/jetstream"
+
+// The replace rules: every setting the server will not change in place, so that changing it
+// means deleting the object and making it again — and what that can lose. A reviewer answers
+// "can this change lose data?" here, top to bottom; compareStreams and compareConsumers only
+// look rules up. Sources: NATS-FACTS §5 and §6, and nats-server's own update checks
+// (server/stream.go checkStreamCfg/updateWithAdvisory, server/consumer.go checkConsumerCfg).
+//
+// What a replace loses, and what stops it losing it quietly:
+//
+//   - a stream: every message it holds, and with them every consumer's position. Refused
+//     unless --allow-replace; a stream holding any message also needs --purge-non-empty; a
+//     stream carrying a consumer meshc does not manage is never replaced, whatever the flags.
+//   - a consumer: nothing it acknowledged. Its replacement starts just after the old one's ack
+//     floor, and that start is written to the bus before the delete, so a stop between delete
+//     and create is resumed by the rerun (resume.go). Messages delivered but not yet
+//     acknowledged are delivered again, as after any redelivery. Refused unless
+//     --allow-replace.
+
+// replaceRule is one setting that forces a replace, and when.
+type replaceRule[C any] struct {
+	// Field is the setting's JetStream API name.
+	Field string
+	// When, in words, for the reviewer.
+	When string
+	// forces says whether this change of the setting forces a replace (have is the bus's,
+	// want the plan's, both normalised).
+	forces func(have, want C) bool
+}
+
+func always[C any](_, _ C) bool { return true }
+
+var streamReplaceRules = []replaceRule[jetstream.StreamConfig]{
+	{"storage", "always: file and memory stores are different stores", always[jetstream.StreamConfig]},
+	{"retention", "to or from workqueue (limits ↔ interest is made in place)", func(h, w jetstream.StreamConfig) bool {
+		return h.Retention == jetstream.WorkQueuePolicy || w.Retention == jetstream.WorkQueuePolicy
+	}},
+	{"mirror", "always", always[jetstream.StreamConfig]},
+	{"allow_msg_counter", "always", always[jetstream.StreamConfig]},
+	{"persist_mode", "always", always[jetstream.StreamConfig]},
+	{"sealed", "unsealing: a seal cannot be undone", func(h, _ jetstream.StreamConfig) bool { return h.Sealed }},
+	{"deny_delete", "turning it off", func(h, _ jetstream.StreamConfig) bool { return h.DenyDelete }},
+	{"deny_purge", "turning it off", func(h, _ jetstream.StreamConfig) bool { return h.DenyPurge }},
+	{"allow_msg_ttl", "turning it off: once on it stays on", func(h, _ jetstream.StreamConfig) bool { return h.AllowMsgTTL }},
+	{"allow_msg_schedules", "turning it off: once on it stays on", func(h, _ jetstream.StreamConfig) bool { return h.AllowMsgSchedules }},
+}
+
+var consumerReplaceRules = []replaceRule[jetstream.ConsumerConfig]{
+	{"ack_policy", "always", always[jetstream.ConsumerConfig]},
+	// Apply carries an existing consumer's start across (it is its history), so these differ
+	// only when a replacement is already resuming after the ack floor.
+	{"deliver_policy", "always", always[jetstream.ConsumerConfig]},
+	{"opt_start_seq", "always", always[jetstream.ConsumerConfig]},
+	{"opt_start_time", "always", always[jetstream.ConsumerConfig]},
+	{"replay_policy", "always", always[jetstream.ConsumerConfig]},
+	{"deliver_subject", "pull ↔ push (a push consumer's subject moves in place)", func(h, w jetstream.ConsumerConfig) bool {
+		return h.DeliverSubject == "" || w.DeliverSubject == ""
+	}},
+	{"max_waiting", "always", always[jetstream.ConsumerConfig]},
+	{"idle_heartbeat", "always", always[jetstream.ConsumerConfig]},
+	{"flow_control", "always", always[jetstream.ConsumerConfig]},
+	{"mem_storage", "always", always[jetstream.ConsumerConfig]},
+}
+
+// markReplaces sets Replaces on each differing field a rule says forces a replace.
+func markReplaces[C any](fields []Field, rules []replaceRule[C], have, want C) {
+	for i := range fields {
+		for _, r := range rules {
+			if r.Field == fields[i].Name {
+				fields[i].Replaces = r.forces(have, want)
+			}
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/compiler"
+)
+
+// replaceable sets up a bus as mesh-controller with the example's plan, 10 events on one of
+// EVENTS' consumers of which the first 5 are acknowledged, and returns a plan that must replace
+// that consumer (max_waiting cannot change in place).
+func replaceable(t *testing.T, b *meshBus) (consumer string, replacing *compiler.Plan) {
+	t.Helper()
+	ctx := t.Context()
+	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, DiffOptions{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(b.plan.Consumers, func(c compiler.Consumer) bool {
+		return c.Stream == compiler.EventsStream && c.Config.DeliverSubject == ""
+	})
+	if i < 0 {
+		t.Fatal("the example has no pull consumer on EVENTS")
+	}
+	pc := b.plan.Consumers[i]
+	filter := pc.Config.FilterSubject
+	if filter == "" {
+		filter = pc.Config.FilterSubjects[0]
+	}
+	subject := strings.NewReplacer("*", "x", ">", "x").Replace(filter)
+	for n := range 10 {
+		if _, err := b.other.Publish(ctx, subject, []byte(fmt.Sprint(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := b.other.Consumer(ctx, compiler.EventsStream, pc.Config.Durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(5, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream != 5 {
+		t.Fatalf("the consumer acknowledged up to %v (%v), want 5", info, err)
+	}
+
+	replacing = clonePlanUsers(b.plan)
+	replacing.Consumers = slices.Clone(b.plan.Consumers)
+	replacing.Consumers[i].Config.MaxWaiting = 100
+	return pc.Config.Durable, replacing
+}
+
+// requireResumedAfterFloor fetches everything the consumer delivers and requires it to start
+// just after what was acknowledged: no acknowledged message delivered again, none skipped.
+func requireResumedAfterFloor(t *testing.T, b *meshBus, consumer string) {
+	t.Helper()
+	cons, err := b.other.Consumer(t.Context(), compiler.EventsStream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(10, jetstream.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	for m := range batch.Messages() {
+		md, _ := m.Metadata()
+		seqs = append(seqs, md.Sequence.Stream)
+	}
+	if !slices.Equal(seqs, []uint64{6, 7, 8, 9, 10}) {
+		t.Fatalf("the re-made consumer delivered stream sequences %v; want 6..10 (1..5 were acknowledged)", seqs)
+	}
+}
+
+// rerunResumes plans and applies again and requires the plan to say where the consumer
+// resumes, apply to honour it, and the point to be gone afterwards.
+func rerunResumes(t *testing.T, b *meshBus, consumer string, plan *compiler.Plan) {
+	t.Helper()
+	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
+	c := findChange(t, cs, KindConsumer, compiler.EventsStream, consumer)
+	if c.Action != Create || !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "resumes at stream sequence 6") }) {
+		t.Fatalf("the rerun's plan does not say where the consumer resumes: %+v", c)
+	}
+	var text strings.Builder
+	if err := Render(&text, cs, FormatText); err != nil || !strings.Contains(text.String(), "resumes at stream sequence 6") {
+		t.Fatalf("the rendered plan does not say where it resumes:\n%s", text.String())
+	}
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{}); err != nil {
+		t.Fatalf("the rerun: %v", err)
+	}
+	requireResumedAfterFloor(t, b, consumer)
+	live, err := Read(t.Context(), b.controller.nc, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live.Resumes) != 0 {
+		t.Fatalf("resume points left after the consumer was made again: %+v", live.Resumes)
+	}
+	requireEmpty(t, Diff(live, plan, DiffOptions{}), "the rerun converged")
+	b.controller.requireNoViolation(t)
+}
+
+// An apply killed between a replaced consumer's delete and its create: the rerun finds where
+// the replacement starts on the bus and delivers nothing acknowledged again.
+func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+
+	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
+	c := only(t, cs)
+	if c.Action != Replace || !strings.Contains(strings.Join(c.Notes, " "), "resumes at stream sequence 6") {
+		t.Fatalf("the plan does not say where the replaced consumer resumes: %+v", c)
+	}
+	killed := errors.New("killed")
+	_, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterDelete: func(Change) error { return killed }})
+	if !errors.Is(err, killed) {
+		t.Fatalf("the fault hook did not stop the apply: %v", err)
+	}
+	if _, err := b.other.Consumer(t.Context(), compiler.EventsStream, consumer); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the consumer should be gone between delete and create: %v", err)
+	}
+
+	// Without the recorded point, the plan would make it from the start: the check is the point.
+	live, err := Read(t.Context(), b.controller.nc, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live.Resumes = nil
+	if c := findChange(t, Diff(live, plan, DiffOptions{}), KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy || len(c.Notes) != 0 {
+		t.Fatalf("without a recorded point the consumer would start at %v", c.ConsumerConfig.DeliverPolicy)
+	}
+
+	rerunResumes(t, b, consumer, plan)
+}
+
+// The server goes away between the delete and the create for longer than apply retries; the
+// rerun against the restarted server resumes the consumer where it was.
+func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+
+	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
+	_, err := Apply(t.Context(), b.controller.js, cs, Options{
+		AllowReplace: true, RetryFor: time.Second, AttemptTimeout: 300 * time.Millisecond,
+		AfterDelete: func(Change) error {
+			b.server.Shutdown()
+			b.server.WaitForShutdown()
+			return nil
+		},
+	})
+	if err == nil || !strings.Contains(err.Error(), "still failing after retrying") {
+		t.Fatalf("an apply whose server stopped mid-replace: %v", err)
+	}
+
+	restarted := startMeshBusIn(t, b.dir, b.plan)
+	rerunResumes(t, restarted, consumer, plan)
+}
