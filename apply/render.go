@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"meshc/internal/suggest"
 )
 
 // Format is how a change set is rendered.
@@ -20,14 +22,10 @@ var formatNames = [...]string{"text", "json", "markdown"}
 
 func (f Format) String() string { return formatNames[f] }
 
-// ParseFormat reads a --format value.
+// ParseFormat reads a --format value, in any case, as every command reads its formats.
 func ParseFormat(s string) (Format, error) {
-	for i, n := range formatNames {
-		if s == n {
-			return Format(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown format %q: use text, json or markdown", s)
+	f, err := suggest.Choose("format", s, formatNames[:])
+	return Format(f), err
 }
 
 // Render writes the change set in the format. Rendering is separate from diffing so every

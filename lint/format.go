@@ -49,16 +49,8 @@ func (f Format) String() string {
 
 // ParseFormat reads a format's name as `--format` takes it, in any case (SARIF, sarif).
 func ParseFormat(s string) (Format, error) {
-	for f, name := range formatNames {
-		if strings.EqualFold(s, name) {
-			return Format(f), nil
-		}
-	}
-	msg := fmt.Sprintf("unknown format %q; use one of %s", s, strings.Join(formatNames[:], ", "))
-	if near := suggest.Closest(strings.ToLower(s), formatNames[:]); near != "" {
-		msg = fmt.Sprintf("unknown format %q; did you mean %s? (one of %s)", s, near, strings.Join(formatNames[:], ", "))
-	}
-	return 0, fmt.Errorf("%s", msg)
+	f, err := suggest.Choose("format", s, formatNames[:])
+	return Format(f), err
 }
 
 // Write writes findings in format f. Findings are sorted and de-duplicated first, so the same

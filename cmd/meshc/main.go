@@ -37,14 +37,22 @@ type command struct {
 	run func(args []string, stdout, stderr io.Writer) int
 }
 
-var commands = map[string]command{
-	"lint":    {"check a catalogue and report what is wrong, with the fix", runLint},
-	"emit":    {"compile the catalogue and write (or --check) its golden files", runEmit},
-	"mint":    {"mint passwords for bus users and record their bcrypt hashes", runMint},
-	"plan":    {"say what applying would change: against the golden plan, or a live server", runPlan},
-	"up":      {"run the catalogue on an embedded NATS server, nothing installed", runUp},
-	"apply":   {"assert the streams and consumers on a live server, never losing data quietly", runApply},
-	"version": {"print meshc's version", runVersion},
+var commands = map[string]command{}
+
+// init fills commands: completion lists the commands, so the table cannot refer to it directly.
+func init() {
+	for name, c := range map[string]command{
+		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint},
+		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit},
+		"mint":       {"mint passwords for bus users and record their bcrypt hashes", runMint},
+		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan},
+		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp},
+		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply},
+		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion},
+		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
+	} {
+		commands[name] = c
+	}
 }
 
 const usageHead = `meshc turns a catalogue of module manifests (mesh.yaml, modules/*.yaml, inventory.yaml,
@@ -88,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "-version", "-V":
+		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 || name != "help" {
 			usage(stdout)
@@ -122,9 +132,22 @@ func didYouMean(name string) string {
 // The flag package alone stops at the first argument that is not a flag.
 //
 // It returns the arguments that are not flags, and the exit code to return now, if any: -h
-// prints help on stdout (exitOK); a bad flag prints the error and the help on stderr
-// (exitCantRun). Set fs.Usage to print the command's help on fs.Output().
+// prints help on stdout (exitOK); a bad flag is one line on stderr, with the flag it was
+// probably meant to be and where the help is (exitCantRun): the whole usage under it buried the
+// one line that mattered. Set fs.Usage to print the command's help on fs.Output().
 func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, exit int, done bool) {
+	if listingFlags {
+		// meshc completion asks every command for its flags through here, the one place all of
+		// them parse, so a flag added to a command completes without another list to keep.
+		fs.VisitAll(func(f *flag.Flag) {
+			if len(f.Name) == 1 {
+				fmt.Fprintln(stdout, "-"+f.Name)
+			} else {
+				fmt.Fprintln(stdout, "--"+f.Name)
+			}
+		})
+		return nil, exitOK, true
+	}
 	fs.SetOutput(io.Discard) // errors are printed below, once, with the command's name
 	for {
 		err := fs.Parse(args)
@@ -134,9 +157,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posit
 			return nil, exitOK, true
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "meshc %s: %v\n\n", fs.Name(), err)
-			fs.SetOutput(stderr)
-			fs.Usage()
+			fmt.Fprintf(stderr, "meshc %s: %s; 'meshc help %s' lists its flags\n", fs.Name(), flagError(fs, err), fs.Name())
 			return nil, exitCantRun, true
 		}
 		consumed := len(args) - fs.NArg()
@@ -150,6 +171,26 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posit
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
+}
+
+// listingFlags makes parseArgs list a command's flags instead of parsing: meshc completion's
+// way to ask.
+var listingFlags bool
+
+// flagError says what was wrong with a flag in meshc's words: an unknown one with the flag it
+// is closest to.
+func flagError(fs *flag.FlagSet, err error) string {
+	const unknown = "flag provided but not defined: -"
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, unknown); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := suggest.Closest(name, names); near != "" {
+			return fmt.Sprintf("unknown flag --%s (did you mean --%s?)", name, near)
+		}
+		return fmt.Sprintf("unknown flag --%s", name)
+	}
+	return strings.Replace(msg, ": -", ": --", 1)
 }
 
 // catalogueArg returns a command's one optional argument, the catalogue's directory ("." when
@@ -166,8 +207,6 @@ func catalogueArg(fs *flag.FlagSet, rest []string, stderr io.Writer) (dir string
 
 // tooMany reports arguments a command does not take, the way a bad flag is reported.
 func tooMany(fs *flag.FlagSet, stderr io.Writer, extra []string) int {
-	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s\n\n", fs.Name(), strings.Join(extra, " "))
-	fs.SetOutput(stderr)
-	fs.Usage()
+	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s; 'meshc help %s' says what it takes\n", fs.Name(), strings.Join(extra, " "), fs.Name())
 	return exitCantRun
 }

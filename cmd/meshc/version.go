@@ -4,14 +4,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
+
+const versionHelp = `Usage: meshc version   (or meshc --version)
+
+Prints meshc's version — the module version it was installed at, or (devel) for a build from a
+working tree — the commit it was built from and whether the tree had changes ("modified"), the
+Go toolchain, and the nats-server meshc embeds (meshc up runs it). All of it is read from the
+build information Go records in the binary.
+`
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: meshc version\n\nPrints meshc's version: the module version it was built from, or (devel) for a build\nfrom a working tree.")
-	}
+	fs.Usage = func() { io.WriteString(fs.Output(), versionHelp) }
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return exit
@@ -19,10 +28,36 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 	if len(rest) > 0 {
 		return tooMany(fs, stderr, rest)
 	}
-	version := "(devel)"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		version = info.Main.Version
-	}
-	fmt.Fprintln(stdout, "meshc", version)
+	info, _ := debug.ReadBuildInfo()
+	io.WriteString(stdout, versionText(info))
 	return exitOK
+}
+
+// versionText renders the build information: what a bug report needs in three lines.
+func versionText(info *debug.BuildInfo) string {
+	version, commit, modified, goVersion := "(devel)", "", false, runtime.Version()
+	if info != nil {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		goVersion = info.GoVersion
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	line := "meshc " + version
+	switch {
+	case commit != "" && modified:
+		line += fmt.Sprintf(" (commit %s, modified)", commit)
+	case commit != "":
+		line += fmt.Sprintf(" (commit %s)", commit)
+	default:
+		line += " (commit unknown: built without version control information)"
+	}
+	return fmt.Sprintf("%s\n%s %s/%s\nnats-server %s (embedded)\n", line, goVersion, runtime.GOOS, runtime.GOARCH, server.VERSION)
 }

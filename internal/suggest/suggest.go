@@ -2,6 +2,11 @@
 // hints in findings.
 package suggest
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Closest returns the candidate nearest to word, or "" when none is close enough to be a
 // plausible typo: within a third of the word's length in edits (at least one, at most three).
 // Ties go to the earlier candidate, so callers get the same hint on every run.
@@ -52,4 +57,21 @@ func distance(a, b string, limit int) int {
 		before, prev, cur = prev, cur, before
 	}
 	return prev[len(b)]
+}
+
+// Choose finds s among names, in any case (SARIF, sarif), and returns its index; otherwise an
+// error naming what was asked for, the nearest name when one is a plausible typo, and every
+// name. Every command parses its enumerated flags (--format) through this one function, so
+// each accepts and refuses values alike.
+func Choose(what, s string, names []string) (int, error) {
+	for i, name := range names {
+		if strings.EqualFold(s, name) {
+			return i, nil
+		}
+	}
+	all := strings.Join(names, ", ")
+	if near := Closest(strings.ToLower(s), names); near != "" {
+		return -1, fmt.Errorf("unknown %s %q; did you mean %s? (one of %s)", what, s, near, all)
+	}
+	return -1, fmt.Errorf("unknown %s %q; use one of %s", what, s, all)
 }
