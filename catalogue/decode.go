@@ -78,7 +78,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) ma
 			continue
 		}
 		if first, ok := seen[key.Value]; ok {
-			d.fail(key, "%q is set twice in %s (first at line %d); keep one", key.Value, what, first.Line)
+			d.fail(key, "%q is set twice in %s (first at line %d); keep one", Excerpt(key.Value), what, first.Line)
 			continue
 		}
 		seen[key.Value] = key
@@ -99,10 +99,10 @@ func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]fiel
 	}
 	slices.Sort(known)
 	if near := suggest.Closest(key.Value, known); near != "" {
-		d.fail(key, "unknown key %q in %s; did you mean %q?", key.Value, what, near)
+		d.fail(key, "unknown key %q in %s; did you mean %q?", Excerpt(key.Value), what, near)
 		return
 	}
-	d.fail(key, "unknown key %q in %s; the keys are: %s", key.Value, what, strings.Join(known, ", "))
+	d.fail(key, "unknown key %q in %s; the keys are: %s", Excerpt(key.Value), what, strings.Join(known, ", "))
 }
 
 // text decodes a string scalar. Numbers and booleans are refused rather than turned into text:
@@ -126,7 +126,7 @@ func (d *decoder) texts(n *yaml.Node, what string) []Text {
 	if n.Kind != yaml.SequenceNode {
 		hint := ""
 		if n.Kind == yaml.ScalarNode {
-			hint = fmt.Sprintf("; write [%s]", n.Value)
+			hint = fmt.Sprintf("; write [%s]", Excerpt(n.Value))
 		}
 		d.fail(n, "%s must be a list, not %s%s", what, describe(n), hint)
 		return nil
@@ -170,7 +170,7 @@ func (d *decoder) duration(n *yaml.Node, what string) time.Duration {
 	}
 	v, err := time.ParseDuration(t.Value)
 	if err != nil || v <= 0 {
-		d.fail(n, "%s must be a positive duration such as 90s, 10m or 720h, not %q", what, t.Value)
+		d.fail(n, "%s must be a positive duration such as 90s, 10m or 720h, not %q", what, Excerpt(t.Value))
 		return 0
 	}
 	return v
@@ -203,22 +203,22 @@ func describe(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
+			return fmt.Sprintf("the string %q", Excerpt(n.Value))
 		case "!!int", "!!float":
-			return "the number " + n.Value
+			return "the number " + Excerpt(n.Value)
 		case "!!bool":
 			return "the boolean " + n.Value
 		case "!!null":
 			return "nothing"
 		}
-		return fmt.Sprintf("%q (%s)", n.Value, strings.TrimPrefix(n.Tag, "!!"))
+		return fmt.Sprintf("%q (%s)", Excerpt(n.Value), Excerpt(strings.TrimPrefix(n.Tag, "!!")))
 	}
 	return "an unexpected value"
 }
 
 func quoteHint(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		return fmt.Sprintf("; quote it (\"%s\") if that is the name you mean", n.Value)
+		return fmt.Sprintf("; quote it (\"%s\") if that is the name you mean", Excerpt(n.Value))
 	}
 	return ""
 }

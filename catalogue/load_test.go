@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"meshc/catalogue"
+	"meshc/internal/synth"
 	"meshc/internal/testcat"
 )
 
@@ -165,5 +167,133 @@ func TestAFiftyMegabyteFileIsOneFinding(t *testing.T) {
 	_, findings, err := catalogue.Load(dir)
 	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, "is larger than 4 MiB") {
 		t.Fatalf("got %v, %v", findings, err)
+	}
+}
+
+// Only the catalogue's own regular files are read: a symlink leaving the catalogue (to a
+// credentials file, say) is one finding that neither opens nor quotes it, and a named pipe is one
+// finding rather than a load that blocks for ever waiting for a writer.
+func TestOnlyTheCataloguesOwnFilesAreRead(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "git-credentials", "module: SECRET-TOKEN\n")
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	write(t, dir, "modules/ok.yaml", "module: ok\n")
+	write(t, dir, "shared/linked.yaml", "module: linked\n")
+	for link, target := range map[string]string{
+		"modules/leak.yaml":    filepath.Join(outside, "git-credentials"),
+		"modules/linked.yaml":  filepath.Join(dir, "shared/linked.yaml"), // inside: read
+		"modules/up.yaml":      "../../" + filepath.Base(outside) + "/git-credentials",
+		"inventory.yaml":       filepath.Join(outside, "git-credentials"),
+		"modules/dangle.yaml":  filepath.Join(outside, "nothing-here"),
+		"modules/devnull.yaml": "/dev/zero",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "modules/pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan struct{})
+	var c *catalogue.Catalogue
+	var findings catalogue.Findings
+	go func() {
+		defer close(done)
+		var err error
+		c, findings, err = catalogue.Load(dir)
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("loading did not finish: a named pipe must not be opened")
+	}
+	want := []string{
+		"inventory.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/dangle.yaml: error: yaml: cannot be read",
+		"modules/devnull.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/leak.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/pipe.yaml: error: yaml: is a named pipe (FIFO), so it is not read",
+		"modules/up.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+	}
+	if len(findings) != len(want) {
+		t.Fatalf("got %d findings, want %d:\n%s", len(findings), len(want), findings)
+	}
+	for i, f := range findings {
+		if !strings.HasPrefix(f.String(), want[i]) {
+			t.Errorf("finding %d:\n got %s\nwant %s", i, f, want[i])
+		}
+		if strings.Contains(f.String(), "SECRET") || strings.Contains(f.String(), outside) {
+			t.Errorf("a finding quotes what is outside the catalogue: %s", f)
+		}
+	}
+	var names []string
+	for _, m := range c.Modules {
+		names = append(names, m.Name.Value)
+	}
+	if strings.Join(names, " ") != "linked ok" {
+		t.Errorf("modules read: %v; want the two inside the catalogue", names)
+	}
+}
+
+// A modules/ directory that is a symlink out of the catalogue is not walked.
+func TestASymlinkedModulesDirectoryOutsideIsNotWalked(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "secret.yaml", "module: SECRET-TOKEN\n")
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	if err := os.Symlink(outside, filepath.Join(dir, "modules")); err != nil {
+		t.Fatal(err)
+	}
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].String(), "modules: error: yaml: is a symbolic link to a directory outside") || len(c.Modules) != 0 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+}
+
+// No message quotes a whole value: a megabyte pasted where a name belongs is quoted as an
+// excerpt, in the loader's findings and in lint's.
+func TestMessagesQuoteOnlyAnExcerpt(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n"+long+": 1\n")
+	write(t, dir, "modules/a.yaml", "module: [1]\ndescription: 7"+strings.Repeat("1", 5000)+"\nemits: "+long+"\n")
+	_, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) < 3 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+	for _, f := range findings {
+		if len(f.Message) > 400 {
+			t.Errorf("%s: message of %d bytes quotes a whole value", f.Pos, len(f.Message))
+		}
+	}
+}
+
+// The alias guard bounds what aliases add, not the file's own size: a 100,000-module
+// catalogue's inventory (megabytes, no alias, one person granted ["*"]) loads, while the
+// billion-laughs file of TestHostileFilesGetOneFindingEach still fails.
+func TestALargeHonestInventoryIsNotAnAliasBomb(t *testing.T) {
+	files, err := synth.Files(100_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := files["inventory.yaml"]
+	if len(inv) < 2<<20 || !strings.Contains(string(inv), `["*"]`) {
+		t.Fatalf("the generated inventory is %d bytes; the case needs a multi-megabyte one with a [\"*\"] grant", len(inv))
+	}
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	write(t, dir, "modules/a.yaml", "module: a\n")
+	write(t, dir, "inventory.yaml", string(inv))
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 0 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+	if len(c.Inventory.Nodes) != 25_000 {
+		t.Errorf("%d machines read", len(c.Inventory.Nodes))
 	}
 }

@@ -54,7 +54,7 @@ func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 	}
 	if named && seen["scope"] == nil {
 		*d.findings = append(*d.findings, Finding{Pos: s.Name.Pos, Rule: RuleYAML, Severity: Error,
-			Message: fmt.Sprintf("seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", s.Name.Value)})
+			Message: fmt.Sprintf("seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value))})
 	}
 	return named
 }
@@ -76,7 +76,7 @@ func (d *decoder) files(n *yaml.Node) []FileRequest {
 		if !ok {
 			continue
 		}
-		if p, ok := d.text(n.Content[i+1], "the path of "+k.Value); ok {
+		if p, ok := d.text(n.Content[i+1], "the path of "+Excerpt(k.Value)); ok {
 			out = append(out, FileRequest{Kind: k, Path: p})
 		}
 	}
@@ -147,7 +147,7 @@ func (d *decoder) streamSettings(key, n *yaml.Node, what string, s *StreamSettin
 		s.Replicas = 0
 	}
 	if v := s.Storage.Value; v != "" && v != "file" && v != "memory" {
-		d.fail(n, "%s.storage must be file or memory, not %q", what, v)
+		d.fail(n, "%s.storage must be file or memory, not %q", what, Excerpt(v))
 		s.Storage = Text{}
 	}
 }
