@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
@@ -99,18 +102,57 @@ func writeText(w io.Writer, findings catalogue.Findings) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, f := range findings {
-		// A message is one line by contract; a stray newline would forge a second finding.
-		fmt.Fprintf(bw, "%s: %s: %s: %s\n", f.Pos, f.Severity, f.Rule, oneLine(f.Message))
+		// A message is one line by contract; a stray newline would forge a second finding, and
+		// anything taken from the catalogue (a path, a quoted value) is made safe for a CI log.
+		fmt.Fprintf(bw, "%s: %s: %s: %s\n", logSafe(f.Pos.String()), f.Severity, logSafe(f.Rule), logSafe(f.Message))
 		for _, r := range f.Related {
-			fmt.Fprintf(bw, "\t%s: %s\n", r.Pos, oneLine(r.Message))
+			fmt.Fprintf(bw, "\t%s: %s\n", logSafe(r.Pos.String()), logSafe(r.Message))
 		}
 	}
 	fmt.Fprintln(bw, Summary(findings))
 	return bw.Flush()
 }
 
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+// logSafe makes text from a catalogue safe to print on one line of a CI log or a terminal.
+// Control characters (a newline that would start a forged line, an escape sequence that
+// rewrites the screen) and bytes that are not UTF-8 are written as Go escapes (\n, \x1b), and
+// "##[" — the runner's older workflow-command prefix, which it finds anywhere in a line — is
+// written "#\x23[". A line of ours never starts with "::" (it starts with a position), so
+// the newer "::command::" form cannot be forged either.
+func logSafe(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return strings.ReplaceAll(b.String(), "##[", `#\x23[`)
+}
+
+// jsonLogSafe makes encoded JSON (the json and sarif formats) safe in a CI log without changing
+// what it decodes to: "##[" inside a string becomes "##\u005b", and the C1 controls and DEL,
+// which encoding/json leaves raw, become \u escapes. JSON has no "##[" outside a string.
+func jsonLogSafe(b []byte) []byte {
+	var out bytes.Buffer
+	out.Grow(len(b))
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.Write(b[i : i+size])
+		}
+		i += size
+	}
+	return bytes.ReplaceAll(out.Bytes(), []byte("##["), []byte(`##\u005b`))
 }
 
 // The JSON format, written by `meshc lint --format json`. This comment is its documentation;
@@ -184,11 +226,16 @@ func writeJSON(w io.Writer, findings catalogue.Findings) error {
 		}
 		report.Findings = append(report.Findings, jf)
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	// Messages quote YAML and name subjects like _INBOX.x.>; "\u003e" would only hurt reading.
 	enc.SetEscapeHTML(false)
-	return enc.Encode(report)
+	if err := enc.Encode(report); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonLogSafe(buf.Bytes()))
+	return err
 }
 
 // sarifLevel maps a severity onto SARIF's result levels; info is SARIF's "note".
@@ -235,10 +282,12 @@ func writeSARIF(w io.Writer, findings catalogue.Findings) error {
 		}
 	}
 	report := sarif.NewReport().AddRun(run)
-	if err := report.PrettyWrite(w); err != nil {
+	var buf bytes.Buffer
+	if err := report.PrettyWrite(&buf); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
+	buf.WriteString("\n")
+	_, err := w.Write(jsonLogSafe(buf.Bytes()))
 	return err
 }
 
@@ -290,7 +339,7 @@ func writeGitHub(w io.Writer, findings catalogue.Findings) error {
 	for _, f := range findings {
 		var props []string
 		if f.Pos.File != "" {
-			props = append(props, "file="+escapeProperty(f.Pos.File))
+			props = append(props, "file="+escapeProperty(logSafe(f.Pos.File)))
 			if f.Pos.Line >= 1 {
 				props = append(props, "line="+strconv.Itoa(f.Pos.Line))
 				if f.Pos.Col >= 1 {
@@ -298,10 +347,12 @@ func writeGitHub(w io.Writer, findings catalogue.Findings) error {
 				}
 			}
 		}
-		props = append(props, "title="+escapeProperty(f.Rule))
-		msg := f.Message
+		props = append(props, "title="+escapeProperty(logSafe(f.Rule)))
+		// logSafe first: the runner reverses escapeData, so a control character or "##[" in a
+		// message would reach the log raw.
+		msg := logSafe(f.Message)
 		for _, r := range f.Related {
-			msg += "\n" + r.Pos.String() + ": " + r.Message
+			msg += "\n" + logSafe(r.Pos.String()) + ": " + logSafe(r.Message)
 		}
 		fmt.Fprintf(bw, "::%s %s::%s\n", githubCommand(f.Severity), strings.Join(props, ","), escapeData(msg))
 	}
