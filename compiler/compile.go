@@ -292,9 +292,18 @@ func (c *compilation) people() {
 }
 
 // credentials names every user with no recorded hash, when credentials.yaml exists: named, never
-// dropped in silence, never written as a user anybody is.
+// dropped in silence, never written as a user anybody is. A catalogue with no credentials.yaml
+// at all gets one finding instead of one per user: a new catalogue otherwise linted clean, and
+// then `meshc emit` refused it until someone ran mint.
 func (c *compilation) credentials() {
 	if c.ix.Catalogue.Credentials == nil {
+		if len(c.plan.Users) > 0 {
+			c.findings = append(c.findings, catalogue.Finding{
+				Pos: catalogue.Pos{File: catalogue.MeshFile}, Rule: RuleCredentialMissing, Severity: catalogue.Warning,
+				Message: fmt.Sprintf("the catalogue has no %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
+					catalogue.CredentialsFile, len(c.plan.Users)),
+			})
+		}
 		return
 	}
 	for _, u := range c.plan.Users {

@@ -150,7 +150,7 @@ func TestAUserWithNothingToPublishIsDeniedEverything(t *testing.T) {
 
 func TestStreamsAndConsumers(t *testing.T) {
 	p, findings := compileArchive(t, "testdata/small.txtar")
-	if len(findings) > 0 {
+	if len(findings) != countRule(findings, RuleCredentialMissing) {
 		t.Fatalf("unexpected findings: %v", findings)
 	}
 	var streams []string
@@ -295,10 +295,11 @@ func TestUserDuplicate(t *testing.T) {
 }
 
 func TestCredentialMissing(t *testing.T) {
-	// No credentials.yaml: nobody is told about hashes at all.
+	// No credentials.yaml: one finding, not one per user, saying emit will need
+	// `meshc mint --missing`. Before, a new catalogue linted clean and emit then refused it.
 	_, findings := compileArchive(t, "testdata/small.txtar")
-	if n := countRule(findings, RuleCredentialMissing); n != 0 {
-		t.Fatalf("credential-missing fired without a credentials.yaml: %v", findings)
+	if m := rule(findings, RuleCredentialMissing); len(m) != 1 || m[0].Pos.File != "mesh.yaml" || !strings.Contains(m[0].Message, "meshc mint --missing") {
+		t.Fatalf("want one credential-missing finding naming `meshc mint --missing`, got %v", findings)
 	}
 	p, findings := compileArchive(t, "testdata/credentials.txtar")
 	missing := rule(findings, RuleCredentialMissing)

@@ -1,8 +1,6 @@
 package lint
 
 import (
-	"golang.org/x/crypto/bcrypt"
-
 	"meshc/catalogue"
 )
 
@@ -127,9 +125,11 @@ func (l *linter) checkCredentials() {
 	}
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
-		if _, err := bcrypt.Cost([]byte(h.Value)); err != nil {
-			l.report("credential-invalid", h.Pos, "the value recorded for %s is not a bcrypt hash, and credentials.yaml keeps only hashes (a plaintext here is a secret in git): remove it and run `meshc mint %s`",
-				u.Value, u.Value)
+		// The value is never quoted, only what is wrong with it (CheckHash's words name no part
+		// of the value).
+		if err := catalogue.CheckHash(h.Value); err != nil {
+			l.report("credential-invalid", h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): remove it and run `meshc mint %s`",
+				u.Value, err, u.Value)
 		}
 	}
 }

@@ -44,14 +44,6 @@ func validToken(v string) bool {
 
 // validAccount is [A-Za-z0-9_-]+: the mesh's name, which becomes a NATS account name that the
 // config format cannot quote anything else in (NATS-FACTS §1).
-func validAccount(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; !lower(c) && !(c >= 'A' && c <= 'Z') && !digit(c) && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return v != ""
-}
 
 func lower(c byte) bool { return c >= 'a' && c <= 'z' }
 func digit(c byte) bool { return c >= '0' && c <= '9' }
@@ -247,7 +239,7 @@ func (l *linter) checkMesh(m *catalogue.Mesh) {
 	switch {
 	case m.Name.Pos.Line == 0:
 		// Absent or of the wrong type: the loader's finding already.
-	case !validAccount(m.Name.Value):
+	case !catalogue.ValidAccountName(m.Name.Value):
 		l.report("name", m.Name.Pos, "mesh name %q becomes a NATS account name: use letters, digits, _ and - only", catalogue.Excerpt(m.Name.Value))
 	}
 	for _, s := range m.Roles {

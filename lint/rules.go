@@ -103,7 +103,7 @@ var Rules = []Rule{
 		"two bus users with one name",
 		"The server refuses a duplicate user; which of two sources wins must never depend on the order a file was read."},
 	{"credential-missing", warning,
-		"a bus user with no recorded hash in credentials.yaml",
+		"a bus user with no recorded hash in credentials.yaml, or no credentials.yaml at all",
 		"A user with no hash cannot connect; named so it is minted, never dropped in silence or written as a user anybody is."},
 	{"credential-invalid", error_,
 		"a credentials.yaml value that is not a bcrypt hash",
