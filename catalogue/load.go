@@ -9,9 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -208,6 +206,12 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 		})
 		return nil
 	}
+	failAt := func(y yamlFault) *yaml.Node {
+		*findings = append(*findings, Finding{
+			Pos: Pos{File: rel, Line: y.line, Col: y.col}, Rule: RuleYAML, Severity: Error, Message: "is not valid YAML: " + y.msg,
+		})
+		return nil
+	}
 	f, refusal := openOwn(dir, rel)
 	if f == nil {
 		return fail(0, "%s", refusal)
@@ -243,15 +247,13 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 			}
 			return fail(0, "holds only comments; write its YAML, or delete it")
 		}
-		line, msg := yamlErrorLine(err)
-		return fail(line, "is not valid YAML: %s", msg)
+		return failAt(locateYAMLError(data, err))
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err == nil {
 		return fail(second.Line, "holds a second YAML document (after ---); a catalogue file holds one")
 	} else if !errors.Is(err, io.EOF) {
-		line, msg := yamlErrorLine(err)
-		return fail(line, "is not valid YAML: %s", msg)
+		return failAt(locateYAMLError(data, err))
 	}
 	if len(doc.Content) == 0 {
 		return fail(0, "is empty; write its YAML, or delete it")
@@ -328,18 +330,6 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlErrorLine pulls the line out of a yaml.v3 error, whose errors are text.
-func yamlErrorLine(err error) (int, string) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
-	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
 }
 
 func lineOfInvalidUTF8(data []byte) int {

@@ -297,3 +297,28 @@ func TestALargeHonestInventoryIsNotAnAliasBomb(t *testing.T) {
 		t.Errorf("%d machines read", len(c.Inventory.Nodes))
 	}
 }
+
+// A YAML syntax error is placed at the real fault, with its column, and the known traps say
+// how to fix them. The parser's own line is where it gave up: for an indentation fault, often
+// a line above the one that is wrong.
+func TestYAMLSyntaxErrorsPointAtTheFault(t *testing.T) {
+	for name, c := range map[string]struct{ data, want string }{
+		"tab":         {"module: x\nemits: [a]\n\tcalls: [b]\n", "modules/m.yaml:3:1: error: yaml: is not valid YAML: found character that cannot start any token; a tab indents this line"},
+		"bare-stars":  {"module: x\nconsumes: [**]\n", "modules/m.yaml:2:12: error: yaml: is not valid YAML: did not find expected alphabetic or numeric character; a bare ** starts an alias (*name) in YAML: quote it, \"**\""},
+		"bare-star":   {"module: x\nconsumes:\n  - *\n", "modules/m.yaml:3:5: error: yaml: is not valid YAML: did not find expected alphabetic or numeric character; a bare * starts an alias"},
+		"item-indent": {"module: x\nemits:\n  - a\n - b\n", "modules/m.yaml:4:2: error: yaml: is not valid YAML: did not find expected key; this line is indented differently"},
+		"seat-indent": {"module: x\nseats:\n  - name: a\n    scope: mesh\n   accepts: [x]\n", "modules/m.yaml:5:4: error: yaml: is not valid YAML: did not find expected '-' indicator; this line is indented differently"},
+		"over-indent": {"module: x\n  emits: [a]\n", "modules/m.yaml:2:3: error: yaml: is not valid YAML: mapping values are not allowed in this context; this line is indented differently"},
+		"unclosed":    {"module: [unclosed\n", "modules/m.yaml:1: error: yaml: is not valid YAML: did not find expected ',' or ']'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "mesh.yaml", "name: novox\n")
+			write(t, dir, "modules/m.yaml", c.data)
+			_, findings, err := catalogue.Load(dir)
+			if err != nil || len(findings) != 1 || !strings.HasPrefix(findings[0].String(), c.want) {
+				t.Fatalf("got %v, %v\nwant one finding starting %s", findings, err, c.want)
+			}
+		})
+	}
+}

@@ -153,7 +153,9 @@ func (l *linter) checkAgreement() {
 }
 
 func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter string) {
-	if l.ok(e) && !heard.matches(subject) {
+	// A broken emitter's consumers were not checked against it (doubtful), so they cannot be
+	// said to hear nothing.
+	if l.ok(e) && !l.doubtful[emitter] && !heard.matches(subject) {
 		l.report("event-unheard", e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
 			emitter, e.Value, subject, quote(emitter+"."+e.Value))
 	}
@@ -173,6 +175,9 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 	}
 	emitter, _, _ := strings.Cut(t.Value, ".")
 	c := compiler.Consume(ix, t.Value)
+	if !c.Seat && l.doubtful[emitter] {
+		return // the emitter's declaration is broken, and has its finding
+	}
 	if !c.Seat && ix.Modules[emitter] == nil {
 		if to, ok := ix.Aliases[emitter]; ok {
 			l.report("seat-unknown", t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
@@ -252,6 +257,8 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 	}
 	m := l.ix.Modules[module]
 	switch {
+	case l.doubtful[module]:
+		// The module's declaration is broken, and has its finding.
 	case m == nil:
 		l.report("call-agreement", t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
 			who, t.Value, module, didYouMean(module, l.modules()))

@@ -35,6 +35,9 @@ func (l *linter) checkInventory() {
 				continue
 			}
 			m := ix.Modules[r.Value]
+			if m == nil && l.doubtful[r.Value] {
+				continue // its manifest could not be read, and has its finding
+			}
 			if m == nil {
 				l.report("inventory-unknown", r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
 					n.Name.Value, r.Value, r.Value, didYouMean(r.Value, l.modules()))
