@@ -1,6 +1,8 @@
 package lint
 
 import (
+	"fmt"
+
 	"meshc/catalogue"
 )
 
@@ -10,6 +12,8 @@ type instance struct {
 	module *catalogue.Module
 	// at is the inventory's `runs` entry, where a finding about this instance points.
 	at catalogue.Text
+	// claim is where the module claims the seat this instance holds, when it holds one.
+	claim catalogue.Pos
 }
 
 // checkInventory checks what the inventory runs: modules it names, seats held twice, interfaces
@@ -65,7 +69,7 @@ func (l *linter) checkInventory() {
 				if holders[k] == nil {
 					order = append(order, k)
 				}
-				holders[k] = append(holders[k], instance{node: n, module: m, at: r})
+				holders[k] = append(holders[k], instance{node: n, module: m, at: r, claim: c.Pos})
 			}
 		}
 	}
@@ -73,15 +77,26 @@ func (l *linter) checkInventory() {
 		hs := holders[k]
 		first := hs[0]
 		for _, h := range hs[1:] {
+			var msg string
 			if k.node != "" {
-				l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" holds it on "+k.node, "",
-					"%s and %s both hold node-scoped seat %s on %s, and would split its work: run one holder of it per machine",
+				msg = fmt.Sprintf("%s and %s both hold node-scoped seat %s on %s, and would split its work: run one holder of it per machine",
 					h.module.Name.Value, first.module.Name.Value, k.seat, k.node)
+			} else {
+				msg = fmt.Sprintf("%s on %s holds mesh-scoped seat %s, and so does %s on %s; the two would split its work: run one holder of it in the mesh, or make the seat node-scoped",
+					h.module.Name.Value, h.node.Name.Value, k.seat, first.module.Name.Value, first.node.Name.Value)
+			}
+			if h.module == first.module {
+				// One module on two machines: the inventory line is the change.
+				l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "", "%s", msg)
 				continue
 			}
-			l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "",
-				"%s on %s holds mesh-scoped seat %s, and so does %s on %s; the two would split its work: run one holder of it in the mesh, or make the seat node-scoped",
-				h.module.Name.Value, h.node.Name.Value, k.seat, first.module.Name.Value, first.node.Name.Value)
+			// Two modules: the finding lands on the claim of the holder the inventory lists
+			// second — the line a pull request adding it touches, so the annotation is on its
+			// diff — naming the other claim and where the two run together.
+			f := l.report("seat-contended", h.claim, "%s", msg)
+			f.Related = append(f.Related,
+				catalogue.Related{Pos: first.claim, Message: first.module.Name.Value + " claims it too"},
+				catalogue.Related{Pos: h.at.Pos, Message: h.module.Name.Value + " runs on " + h.node.Name.Value + " here"})
 		}
 	}
 
