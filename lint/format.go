@@ -11,12 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"meshc/catalogue"
+	"meshc/internal/safetext"
 	"meshc/internal/suggest"
 )
 
@@ -113,47 +112,13 @@ func writeText(w io.Writer, findings catalogue.Findings) error {
 	return bw.Flush()
 }
 
-// logSafe makes text from a catalogue safe to print on one line of a CI log or a terminal.
-// Control characters (a newline that would start a forged line, an escape sequence that
-// rewrites the screen) and bytes that are not UTF-8 are written as Go escapes (\n, \x1b), and
-// "##[" — the runner's older workflow-command prefix, which it finds anywhere in a line — is
-// written "#\x23[". A line of ours never starts with "::" (it starts with a position), so
-// the newer "::command::" form cannot be forged either.
-func logSafe(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return strings.ReplaceAll(b.String(), "##[", `#\x23[`)
-}
+// logSafe makes text from a catalogue safe on one line of a CI log or a terminal
+// (safetext.Line). A line of ours never starts with "::" (it starts with a position), so the
+// newer "::command::" form cannot be forged either.
+func logSafe(s string) string { return safetext.Line(s) }
 
-// jsonLogSafe makes encoded JSON (the json and sarif formats) safe in a CI log without changing
-// what it decodes to: "##[" inside a string becomes "##\u005b", and the C1 controls and DEL,
-// which encoding/json leaves raw, become \u escapes. JSON has no "##[" outside a string.
-func jsonLogSafe(b []byte) []byte {
-	var out bytes.Buffer
-	out.Grow(len(b))
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
-			fmt.Fprintf(&out, `\u%04x`, r)
-		} else {
-			out.Write(b[i : i+size])
-		}
-		i += size
-	}
-	return bytes.ReplaceAll(out.Bytes(), []byte("##["), []byte(`##\u005b`))
-}
+// jsonLogSafe makes encoded JSON safe in a CI log without changing what it decodes to.
+func jsonLogSafe(b []byte) []byte { return safetext.JSON(b) }
 
 // The JSON format, written by `meshc lint --format json`. This comment is its documentation;
 // the shape only grows (new fields), it never renames or removes one.
