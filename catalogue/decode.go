@@ -168,9 +168,9 @@ func (d *decoder) duration(n *yaml.Node, what string) time.Duration {
 	if !ok {
 		return 0
 	}
-	v, err := time.ParseDuration(t.Value)
+	v, err := ParseDuration(t.Value)
 	if err != nil || v <= 0 {
-		d.fail(n, "%s must be a positive duration such as 90s, 10m or 720h, not %q", what, Excerpt(t.Value))
+		d.fail(n, "%s must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not %q", what, Excerpt(t.Value))
 		return 0
 	}
 	return v

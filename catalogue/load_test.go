@@ -24,7 +24,7 @@ func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
 		`mesh.yaml:2:1: error: yaml: unknown key "rolse" in mesh.yaml; did you mean "roles"?`,
 		`mesh.yaml:4:12: error: yaml: submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
 		`mesh.yaml:6:22: error: yaml: streams.events.replicas must be a whole number, not the string "three"`,
-		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m or 720h, not "10 days"`,
+		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not "10 days"`,
 		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,
 		`modules/builder.yaml:3:1: error: yaml: unknown key "consume" in a module manifest; did you mean "consumes"?`,
 		`modules/builder.yaml:5:5: error: yaml: a seat needs a name: add ` + "`name: <seat>`",
@@ -320,5 +320,32 @@ func TestYAMLSyntaxErrorsPointAtTheFault(t *testing.T) {
 				t.Fatalf("got %v, %v\nwant one finding starting %s", findings, err, c.want)
 			}
 		})
+	}
+}
+
+// Durations take the NATS CLI's units as well as Go's: `max-age: 7d` was refused although
+// `nats stream add --max-age 7d` is how an operator writes it.
+func TestDurationsTakeTheNATSCLIsUnits(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{
+		"90s": 90 * time.Second, "10m": 10 * time.Minute, "720h": 720 * time.Hour, "1h30m": 90 * time.Minute,
+		"7d": 7 * day, "2w": 14 * day, "1M": 30 * day, "1y": 365 * day, "1w2d": 9 * day, "1.5d": 36 * time.Hour,
+		"500ms": 500 * time.Millisecond, "1D": day, "1Y": 365 * day,
+	} {
+		if got, err := catalogue.ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "10 days", "7", "d", "-1d", "1x", "1d junk2h", "999999999y"} {
+		if got, err := catalogue.ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v; want an error", bad, got)
+		}
+	}
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\nstreams:\n  events: {max-age: 7d}\n")
+	write(t, dir, "modules/a.yaml", "module: a\n")
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 0 || c.Mesh.Streams.Events.MaxAge != 7*day {
+		t.Fatalf("max-age: 7d: %v %v", findings, err)
 	}
 }
