@@ -30,7 +30,7 @@ func TestAMeshPastTheServersConsumerLimitApplies(t *testing.T) {
 	// Hashes are not this test's subject: the one finding it may have is that it has none.
 	plan, findings := compiler.Compile(catalogue.NewIndex(c))
 	for _, f := range findings {
-		if f.Rule != compiler.RuleCredentialMissing {
+		if f.Rule != compiler.RuleCredentialMissing.ID {
 			t.Fatal(findings)
 		}
 	}

@@ -11,9 +11,11 @@ import (
 	"meshc/internal/suggest"
 )
 
-// RuleYAML is the rule id of every structural finding the loader makes: unreadable YAML,
-// unknown keys, wrong types.
-const RuleYAML = "yaml"
+// RuleYAML is the rule of every structural finding the loader makes: unreadable YAML, unknown
+// keys, wrong types, a file that is not the catalogue's own.
+var RuleYAML = &Rule{ID: "yaml", Severity: Error,
+	Summary: "unreadable YAML, unknown keys, wrong types",
+	Why:     "A misspelt key is otherwise a field silently left empty: a module that consumes nothing because it wrote `consume:`."}
 
 // decoder walks one file's YAML node tree into the model, recording a finding for every
 // structural fault instead of stopping at the first, so a user fixes a file in one pass.
@@ -32,16 +34,12 @@ func newDecoder(file string, findings *Findings) *decoder {
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
 func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
-	*d.findings = append(*d.findings, Finding{
-		Pos: d.pos(n), Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-	})
+	*d.findings = append(*d.findings, RuleYAML.At(d.pos(n), format, args...))
 }
 
 // failFile records a finding about the file as a whole, such as a required key it lacks.
 func (d *decoder) failFile(format string, args ...any) {
-	*d.findings = append(*d.findings, Finding{
-		Pos: Pos{File: d.file}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-	})
+	*d.findings = append(*d.findings, RuleYAML.At(Pos{File: d.file}, format, args...))
 }
 
 // resolve follows aliases to the value they stand for.

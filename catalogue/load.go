@@ -142,20 +142,14 @@ func manifestFiles(dir string, findings *Findings) ([]string, error) {
 	root := filepath.Join(dir, ModulesDir)
 	info, err := os.Lstat(root)
 	if errors.Is(err, fs.ErrNotExist) {
-		*findings = append(*findings, Finding{
-			Pos: Pos{File: MeshFile}, Rule: RuleYAML, Severity: Error,
-			Message: "the catalogue has no modules/ directory; put one manifest per module in modules/<module>.yaml",
-		})
+		*findings = append(*findings, RuleYAML.At(Pos{File: MeshFile}, "the catalogue has no modules/ directory; put one manifest per module in modules/<module>.yaml"))
 		return nil, nil
 	}
 	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
 		// WalkDir does not follow a symlinked root; following it by hand must stay inside.
 		real, err := filepath.EvalSymlinks(root)
 		if err != nil || !inside(dir, real) {
-			*findings = append(*findings, Finding{
-				Pos: Pos{File: ModulesDir}, Rule: RuleYAML, Severity: Error,
-				Message: "is a symbolic link to a directory outside the catalogue, so no manifest is read; the manifests live in the catalogue",
-			})
+			*findings = append(*findings, RuleYAML.At(Pos{File: ModulesDir}, "is a symbolic link to a directory outside the catalogue, so no manifest is read; the manifests live in the catalogue"))
 			return nil, nil
 		}
 		root = real
@@ -174,11 +168,7 @@ func manifestFiles(dir string, findings *Findings) ([]string, error) {
 		case ".yaml":
 			files = append(files, rel)
 		case ".yml":
-			*findings = append(*findings, Finding{
-				Pos: Pos{File: rel}, Rule: RuleYAML, Severity: Error,
-				Message: "manifests end in .yaml, so this file is not read; rename it to " +
-					strings.TrimSuffix(rel, ".yml") + ".yaml",
-			})
+			*findings = append(*findings, RuleYAML.At(Pos{File: rel}, "manifests end in .yaml, so this file is not read; rename it to %s.yaml", strings.TrimSuffix(rel, ".yml")))
 		}
 		return nil
 	})
@@ -201,15 +191,11 @@ func readOptional(dir, rel string, findings *Findings) *yaml.Node {
 
 func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node {
 	fail := func(line int, format string, args ...any) *yaml.Node {
-		*findings = append(*findings, Finding{
-			Pos: Pos{File: rel, Line: line}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-		})
+		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: line}, format, args...))
 		return nil
 	}
 	failAt := func(y yamlFault) *yaml.Node {
-		*findings = append(*findings, Finding{
-			Pos: Pos{File: rel, Line: y.line, Col: y.col}, Rule: RuleYAML, Severity: Error, Message: "is not valid YAML: " + y.msg,
-		})
+		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: y.line, Col: y.col}, "is not valid YAML: %s", y.msg))
 		return nil
 	}
 	f, refusal := openOwn(dir, rel)

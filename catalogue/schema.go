@@ -1,8 +1,6 @@
 package catalogue
 
 import (
-	"fmt"
-
 	"go.yaml.in/yaml/v3"
 )
 
@@ -53,8 +51,8 @@ func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 		}
 	}
 	if named && seen["scope"] == nil {
-		*d.findings = append(*d.findings, Finding{Pos: s.Name.Pos, Rule: RuleYAML, Severity: Error,
-			Message: fmt.Sprintf("seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value))})
+		*d.findings = append(*d.findings, RuleYAML.At(s.Name.Pos,
+			"seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value)))
 	}
 	return named
 }

@@ -366,17 +366,17 @@ func TestStreamOverlapFromACatalogue(t *testing.T) {
 	}
 }
 
-func rule(fs catalogue.Findings, id string) catalogue.Findings {
+func rule(fs catalogue.Findings, r *catalogue.Rule) catalogue.Findings {
 	var out catalogue.Findings
 	for _, f := range fs {
-		if f.Rule == id {
+		if f.Rule == r.ID {
 			out = append(out, f)
 		}
 	}
 	return out
 }
 
-func countRule(fs catalogue.Findings, id string) int { return len(rule(fs, id)) }
+func countRule(fs catalogue.Findings, r *catalogue.Rule) int { return len(rule(fs, r)) }
 
 func TestSubjectAlgebra(t *testing.T) {
 	for _, c := range []struct {

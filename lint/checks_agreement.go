@@ -9,6 +9,19 @@ import (
 	"meshc/compiler"
 )
 
+// The rules this file reports, declared where they are reported (lint.Rules lists them all).
+var (
+	ruleConsumeAgreement = &catalogue.Rule{ID: "consume-agreement", Severity: catalogue.Error,
+		Summary: "a consumed name whose derived subject no emitter publishes",
+		Why:     "A subscription to a subject nothing publishes is not an error anywhere: it is silence. Comparing names let a role's event derived into a module's namespace through."}
+	ruleCallAgreement = &catalogue.Rule{ID: "call-agreement", Severity: catalogue.Error,
+		Summary: "a called or person-granted tool that nobody serves",
+		Why:     "A call to a tool nobody serves waits out its whole timeout before failing, on every call."}
+	ruleEventUnheard = &catalogue.Rule{ID: "event-unheard", Severity: catalogue.Info,
+		Summary: "an emitted event nobody consumes",
+		Why:     "Not wrong — a module may be installed before its listeners — but often a consumer that names the event differently."}
+)
+
 // subjectSet answers "does anything in this set of subjects match this filter", in time linear
 // in the filter's tokens rather than in the set's size.
 type subjectSet struct {
@@ -156,7 +169,7 @@ func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter st
 	// A broken emitter's consumers were not checked against it (doubtful), so they cannot be
 	// said to hear nothing.
 	if l.ok(e) && !l.doubtful[emitter] && !heard.matches(subject) {
-		l.report("event-unheard", e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
+		l.report(ruleEventUnheard, e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
 			emitter, e.Value, subject, quote(emitter+"."+e.Value))
 	}
 }
@@ -180,7 +193,7 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 	}
 	if !c.Seat && ix.Modules[emitter] == nil {
 		if to, ok := ix.Aliases[emitter]; ok {
-			l.report("seat-unknown", t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
+			l.report(ruleSeatUnknown, t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
 				emitter, to, to)
 			return
 		}
@@ -188,7 +201,7 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 		if emitter == "module" {
 			hint = "; `module.<m>.<event>` is the old bus's routing key: write `<m>.<event>`"
 		}
-		l.report("consume-agreement", t.Pos, "%s %s, and no module or seat is named %q, so nothing publishes it: fix the emitter's name%s",
+		l.report(ruleConsumeAgreement, t.Pos, "%s %s, and no module or seat is named %q, so nothing publishes it: fix the emitter's name%s",
 			who, t.Value, emitter, hint)
 		return
 	}
@@ -198,11 +211,11 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 		agrees = agrees && published.matches(s)
 	}
 	if !agrees {
-		l.report("consume-agreement", t.Pos, "%s", l.disagreement(who, t.Value, c))
+		l.report(ruleConsumeAgreement, t.Pos, "%s", l.disagreement(who, t.Value, c))
 		return
 	}
 	if c.Renamed && l.ok(t) {
-		l.report("seat-renamed", t.Pos, "%q is the old name of seat %q (mesh.yaml aliases): write %s; the old name stops working when the alias is retired",
+		l.report(ruleSeatRenamed, t.Pos, "%q is the old name of seat %q (mesh.yaml aliases): write %s; the old name stops working when the alias is retired",
 			emitter, c.Emitter, quote(c.Emitter+strings.TrimPrefix(t.Value, emitter)))
 	}
 }
@@ -260,14 +273,14 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 	case l.doubtful[module]:
 		// The module's declaration is broken, and has its finding.
 	case m == nil:
-		l.report("call-agreement", t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
+		l.report(ruleCallAgreement, t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
 			who, t.Value, module, didYouMean(module, l.modules()))
 	case len(m.Tools) == 0:
-		l.report("call-agreement", t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
+		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
 			who, t.Value, module, tool, module)
 	default:
 		tools := values(m.Tools)
-		l.report("call-agreement", t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
+		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
 			who, t.Value, module, tool, meant(tool, tools), list(tools), module)
 	}
 }

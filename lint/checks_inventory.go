@@ -6,6 +6,22 @@ import (
 	"meshc/catalogue"
 )
 
+// The rules this file reports, declared where they are reported (lint.Rules lists them all).
+var (
+	ruleSeatContended = &catalogue.Rule{ID: "seat-contended", Severity: catalogue.Error,
+		Summary: "two holders of a mesh-scoped seat, or of a node-scoped one on one machine",
+		Why:     "Two holders of one seat split its work between them, each believing it is the only one."}
+	ruleInventoryUnknown = &catalogue.Rule{ID: "inventory-unknown", Severity: catalogue.Error,
+		Summary: "a machine running a module that is not in the catalogue",
+		Why:     "A module with no manifest has no declared authority: it would be composed with an empty permission list."}
+	ruleRequiresUnmet = &catalogue.Rule{ID: "requires-unmet", Severity: catalogue.Warning,
+		Summary: "a running module requiring an interface no running module provides",
+		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
+	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error,
+		Summary: "a credentials.yaml value that is not a bcrypt hash",
+		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
+)
+
 // instance is one module running on one machine: the unit that holds a seat.
 type instance struct {
 	node   *catalogue.Node
@@ -43,7 +59,7 @@ func (l *linter) checkInventory() {
 				continue // its manifest could not be read, and has its finding
 			}
 			if m == nil {
-				l.report("inventory-unknown", r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
+				l.report(ruleInventoryUnknown, r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
 					n.Name.Value, r.Value, r.Value, didYouMean(r.Value, l.modules()))
 				continue
 			}
@@ -87,13 +103,13 @@ func (l *linter) checkInventory() {
 			}
 			if h.module == first.module {
 				// One module on two machines: the inventory line is the change.
-				l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "", "%s", msg)
+				l.related(ruleSeatContended, first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "", "%s", msg)
 				continue
 			}
 			// Two modules: the finding lands on the claim of the holder the inventory lists
 			// second — the line a pull request adding it touches, so the annotation is on its
 			// diff — naming the other claim and where the two run together.
-			f := l.report("seat-contended", h.claim, "%s", msg)
+			f := l.report(ruleSeatContended, h.claim, "%s", msg)
 			f.Related = append(f.Related,
 				catalogue.Related{Pos: first.claim, Message: first.module.Name.Value + " claims it too"},
 				catalogue.Related{Pos: h.at.Pos, Message: h.module.Name.Value + " runs on " + h.node.Name.Value + " here"})
@@ -128,7 +144,7 @@ func (l *linter) checkInventory() {
 			if p, ok := providers[r.Value]; ok {
 				hint = p + " provides it: run " + p + " on some machine, or drop the requirement"
 			}
-			l.report("requires-unmet", r.Pos, "%s requires %s, and nothing the inventory runs provides it, so %s will fail at its first use: %s",
+			l.report(ruleRequiresUnmet, r.Pos, "%s requires %s, and nothing the inventory runs provides it, so %s will fail at its first use: %s",
 				m.Name.Value, r.Value, m.Name.Value, hint)
 		}
 	}
@@ -146,7 +162,7 @@ func (l *linter) checkCredentials() {
 		// The value is never quoted, only what is wrong with it (CheckHash's words name no part
 		// of the value).
 		if err := catalogue.CheckHash(h.Value); err != nil {
-			l.report("credential-invalid", h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): remove it and run `meshc mint %s`",
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): remove it and run `meshc mint %s`",
 				u.Value, err, u.Value)
 		}
 	}

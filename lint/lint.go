@@ -109,23 +109,17 @@ func (l *linter) noteDoubtful() {
 	}
 }
 
-// report records a finding at pos, with the rule's severity from the table: a call site never
-// decides how much a rule matters.
-func (l *linter) report(rule string, pos catalogue.Pos, format string, args ...any) *catalogue.Finding {
-	r, ok := Lookup(rule)
-	if !ok {
-		panic("lint: no rule " + rule + " in the rule table")
-	}
+// report records a finding of rule at pos. The rule is a value carrying its own severity: a call
+// site never decides how much a rule matters.
+func (l *linter) report(rule *Rule, pos catalogue.Pos, format string, args ...any) *catalogue.Finding {
 	l.marked[pos] = true
-	l.findings = append(l.findings, catalogue.Finding{
-		Pos: pos, Rule: r.ID, Severity: r.Severity, Message: fmt.Sprintf(format, args...),
-	})
+	l.findings = append(l.findings, rule.At(pos, format, args...))
 	return &l.findings[len(l.findings)-1]
 }
 
 // related records a finding between two places: at the later one in path order, naming the
 // earlier as related.
-func (l *linter) related(rule string, a, b catalogue.Pos, aSays, bSays, format string, args ...any) {
+func (l *linter) related(rule *Rule, a, b catalogue.Pos, aSays, bSays, format string, args ...any) {
 	at, other, otherSays := a, b, bSays
 	if a.Compare(b) < 0 {
 		at, other, otherSays = b, a, aSays

@@ -244,3 +244,15 @@ func TestGrammarsMatchTheirExpressions(t *testing.T) {
 		}
 	}
 }
+
+// Every rule in the table has an id of its own: findings name rules by id, and two rules with one
+// id would share a severity and a description in SARIF.
+func TestRuleIDsAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, r := range Rules {
+		if r.ID == "" || seen[r.ID] || r.Summary == "" || r.Why == "" {
+			t.Errorf("rule %+v: empty, or its id is taken", r)
+		}
+		seen[r.ID] = true
+	}
+}
