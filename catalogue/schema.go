@@ -195,7 +195,18 @@ func (d *decoder) credentials(doc *yaml.Node, c *Credentials) {
 		d.fail(doc, "credentials.yaml must be a flat mapping of usernames to bcrypt hashes, not %s", describe(doc))
 		return
 	}
+	// `meshc mint` edits this file line by line (CredentialsEdit) and refuses what it cannot edit
+	// faithfully; said here too, so lint reports it before anyone needs to mint.
+	const unmintable = "; meshc mint edits credentials.yaml line by line and refuses this: write one `user: \"hash\"` per line"
+	if doc.Style&yaml.FlowStyle != 0 {
+		d.fail(doc, "credentials.yaml is written as a flow mapping ({...})%s", unmintable)
+	}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if k, v := doc.Content[i], doc.Content[i+1]; k.Anchor != "" || v.Anchor != "" || k.Kind == yaml.AliasNode || v.Kind == yaml.AliasNode {
+			d.fail(k, "an anchor or alias (&name, *name) in credentials.yaml%s", unmintable)
+		} else if v.Kind == yaml.ScalarNode && v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			d.fail(v, "a hash written over several lines (| or >)%s", unmintable)
+		}
 		user, ok := d.text(doc.Content[i], "a username")
 		if !ok {
 			continue
