@@ -420,7 +420,11 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			}
 			say("reloaded the accounts in place")
 		}
-		changes, err := applyLocal(url, plan, dev)
+		changes, err := interruptible(ctx, func() (apply.Changes, error) { return applyLocal(url, plan, dev) })
+		if errors.Is(err, errInterrupted) {
+			say("stopping")
+			return exitOK
+		}
 		if err != nil {
 			say("%v", err)
 			continue
