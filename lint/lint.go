@@ -143,7 +143,7 @@ func (l *linter) running(module string) bool { return len(l.ix.Running[module]) 
 // didYouMean is "; did you mean %q?" when a candidate is close, else "".
 func didYouMean(word string, candidates []string) string {
 	if near := suggest.Closest(word, candidates); near != "" {
-		return fmt.Sprintf("; did you mean %q?", near)
+		return fmt.Sprintf("; did you mean %q?", catalogue.Excerpt(near))
 	}
 	return ""
 }
@@ -151,7 +151,7 @@ func didYouMean(word string, candidates []string) string {
 // meant is " (did you mean %q?)" when a candidate is close, else "", for the middle of a sentence.
 func meant(word string, candidates []string) string {
 	if near := suggest.Closest(word, candidates); near != "" {
-		return fmt.Sprintf(" (did you mean %q?)", near)
+		return fmt.Sprintf(" (did you mean %q?)", catalogue.Excerpt(near))
 	}
 	return ""
 }
@@ -189,8 +189,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// list writes names as `a, b and c` for a message.
+// list writes names as `a, b and c` for a message, each as an excerpt.
 func list(names []string) string {
+	if slices.ContainsFunc(names, func(n string) bool { return catalogue.Excerpt(n) != n }) {
+		short := make([]string, len(names))
+		for i, n := range names {
+			short[i] = catalogue.Excerpt(n)
+		}
+		names = short
+	}
 	switch len(names) {
 	case 0:
 		return ""

@@ -108,3 +108,38 @@ func TestLogSafeEscapes(t *testing.T) {
 		t.Errorf("json output:\n%s", out)
 	}
 }
+
+// No message quotes more than an excerpt of a value, however long the value written: a secret
+// pasted where a name belongs reaches a CI log only as its first few characters.
+func TestLintMessagesQuoteOnlyAnExcerpt(t *testing.T) {
+	long := strings.Repeat("s3cr3t-", 700)
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"mesh.yaml":        "name: " + long + "\n",
+		"modules/a.yaml":   "module: a\nemits: [" + long + ", \"" + long + "*\", a." + long + "]\nconsumes: [" + long + ", x." + long + ", \"" + long + ".>\"]\ncalls: [" + long + "]\ntools: [\"" + long + ".x\"]\n",
+		"modules/b.yaml":   "module: \"" + long + "\"\nclaims: [" + long + "]\n",
+		"modules/c.yaml":   "module: c\nconsumes: [a.nope]\ncalls: [a.nope]\n",
+		"inventory.yaml":   "nodes:\n  - {name: " + long + ", runs: [" + long + "]}\n",
+		"credentials.yaml": "mesh-controller: " + long + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := Run(c, loaded)
+	if len(findings) < 8 {
+		t.Fatalf("only %d findings; the case needs the long values reported:\n%s", len(findings), findings)
+	}
+	for _, f := range findings {
+		if len(f.Message) > 600 || strings.Contains(f.Message, long[:200]) {
+			t.Errorf("%s: %s quotes %d bytes", f.Pos, f.Rule, len(f.Message))
+		}
+	}
+}
