@@ -112,7 +112,8 @@ func TestAPasswordThatCannotBePrintedIsNotRecorded(t *testing.T) {
 	}
 }
 
-// A credentials.yaml that cannot be recorded into is found before any password is printed.
+// A credentials.yaml that cannot be recorded into is found before any password is printed: it is
+// a finding of the catalogue (exit 1), and EditCredentials refuses it too (catalogue's tests).
 func TestMintRefusesACredentialsFileItCannotRewrite(t *testing.T) {
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	path := filepath.Join(dir, catalogue.CredentialsFile)
@@ -122,10 +123,43 @@ func TestMintRefusesACredentialsFileItCannotRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := meshc(t, "mint", "--dir", dir, "mesh-controller")
-	if code != exitCantRun || out != "" || !strings.Contains(errs, "anchor") {
+	if code != exitFailed || out != "" || !strings.Contains(errs, "anchor") {
 		t.Fatalf("exit %d, stdout %q: %s", code, out, errs)
 	}
 	if after, _ := os.ReadFile(path); string(after) != data {
 		t.Errorf("credentials.yaml changed:\n%s", after)
+	}
+}
+
+// afterWrite is stdout that runs a function once the first write has landed.
+type afterWrite struct {
+	b    strings.Builder // a field, not embedded: its WriteString would bypass Write
+	then func()
+}
+
+func (a *afterWrite) String() string { return a.b.String() }
+
+func (a *afterWrite) Write(p []byte) (int, error) {
+	n, err := a.b.Write(p)
+	if a.then != nil {
+		a.then()
+		a.then = nil
+	}
+	return n, err
+}
+
+// Printed, then not recorded (the catalogue's directory vanished in between): mint says the
+// printed passwords will not work, and fails, rather than exit 0 over passwords nobody can use.
+func TestARecordingThatFailsAfterPrintingSaysSo(t *testing.T) {
+	dir := copyCatalogue(t, "../../examples/mesh", false)
+	out := &afterWrite{then: func() {
+		os.RemoveAll(dir)
+		os.WriteFile(dir, []byte("not a directory any more"), 0o600)
+	}}
+	var errs strings.Builder
+	code := run([]string{"mint", "--dir", dir, "mesh-controller"}, out, &errs)
+	if code != exitCantRun || !strings.HasPrefix(out.String(), "mesh-controller ") ||
+		!strings.Contains(errs.String(), "the passwords printed above were NOT recorded and will not work") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
 	}
 }
