@@ -161,3 +161,18 @@ func TestConcurrentRecordingsLoseNothing(t *testing.T) {
 		}
 	}
 }
+
+// A file written on Windows keeps its line endings, new lines included.
+func TestRecordHashesKeepsCRLF(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, catalogue.CredentialsFile)
+	if err := os.WriteFile(path, []byte("# hashes\r\nnode.b: \"$2a$06$b\"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalogue.RecordHashes(dir, map[string]string{"node.a": "$2a$06$a", "node.b": "$2a$06$B"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "# hashes\r\nnode.a: \"$2a$06$a\"\r\nnode.b: \"$2a$06$B\"\r\n" {
+		t.Errorf("got %q", got)
+	}
+}
