@@ -27,9 +27,12 @@ func TestAMeshPastTheServersConsumerLimitApplies(t *testing.T) {
 		node.Runs = append(node.Runs, catalogue.Text{Value: name, Pos: catalogue.Pos{File: "inventory.yaml", Line: 2, Col: i + 1}})
 	}
 	c.Inventory = &catalogue.Inventory{File: "inventory.yaml", Nodes: []*catalogue.Node{node}}
+	// Hashes are not this test's subject: the one finding it may have is that it has none.
 	plan, findings := compiler.Compile(catalogue.NewIndex(c))
-	if len(findings) > 0 {
-		t.Fatal(findings)
+	for _, f := range findings {
+		if f.Rule != compiler.RuleCredentialMissing.ID {
+			t.Fatal(findings)
+		}
 	}
 	for i := range plan.Streams {
 		// Memory, so the test does not wait on the disk for a thousand consumer files.

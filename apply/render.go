@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"meshc/internal/safetext"
 	"meshc/internal/suggest"
 )
 
@@ -71,7 +73,7 @@ func renderText(w io.Writer, cs Changes) error {
 		b.WriteString("\n")
 	}
 	for _, c := range shown {
-		fmt.Fprintf(&b, "%3s %s %s", c.Action, c.Kind, c.Name())
+		fmt.Fprintf(&b, "%3s %s %s", c.Action, c.Kind, safetext.Line(c.Name()))
 		if c.Messages > 0 && (c.Action == Delete || c.Action == Replace) {
 			fmt.Fprintf(&b, " (holds %d messages)", c.Messages)
 		}
@@ -79,33 +81,33 @@ func renderText(w io.Writer, cs Changes) error {
 		for _, f := range c.Fields {
 			if len(f.Added)+len(f.Removed) > 0 && c.Action == Update {
 				for _, x := range f.Added {
-					fmt.Fprintf(&b, "      %s: + %s\n", f.Name, x)
+					fmt.Fprintf(&b, "      %s: + %s\n", f.Name, safetext.Line(x))
 				}
 				for _, x := range f.Removed {
-					fmt.Fprintf(&b, "      %s: - %s\n", f.Name, x)
+					fmt.Fprintf(&b, "      %s: - %s\n", f.Name, safetext.Line(x))
 				}
 				continue
 			}
-			fmt.Fprintf(&b, "      %s: %s → %s", f.Name, f.Old, f.New)
+			fmt.Fprintf(&b, "      %s: %s → %s", f.Name, safetext.Line(f.Old), safetext.Line(f.New))
 			if f.Replaces {
 				b.WriteString("  (forces replacement)")
 			}
 			b.WriteString("\n")
 		}
 		for _, n := range c.Notes {
-			fmt.Fprintf(&b, "      note: %s\n", n)
+			fmt.Fprintf(&b, "      note: %s\n", safetext.Line(n))
 		}
 	}
 	if len(cs.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range cs.Notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(&b, "  - %s\n", safetext.Line(n))
 		}
 	}
 	if len(cs.Unmanaged) > 0 {
 		b.WriteString("\nNot managed by meshc (never changed or deleted, whatever the flags):\n")
 		for _, n := range cs.Unmanaged {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(&b, "  - %s\n", safetext.Line(n))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -185,11 +187,17 @@ func renderJSON(w io.Writer, cs Changes) error {
 		}
 		out.Changes = append(out.Changes, jc)
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	// Subjects hold `>`: written as themselves, not \u003e, so the JSON reads like the rest.
 	enc.SetEscapeHTML(false)
-	return enc.Encode(out)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	// Names come from the bus: made safe for a CI log, decoding to themselves.
+	_, err := w.Write(safetext.JSON(buf.Bytes()))
+	return err
 }
 
 func nonNil(s []string) []string {
@@ -234,7 +242,7 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 			for _, n := range c.Notes {
 				what = append(what, "_"+mdCell(n)+"_")
 			}
-			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, c.Name(), strings.Join(what, "<br>"))
+			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, mdCell(c.Name()), strings.Join(what, "<br>"))
 		}
 	}
 	if len(cs.Notes) > 0 {
@@ -253,8 +261,10 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 	return err
 }
 
-// mdCell keeps a value from breaking the table it sits in.
+// mdCell keeps a value — a name the bus reported, say — from breaking the table it sits in or
+// the terminal it is read on.
 func mdCell(s string) string {
+	s = safetext.Line(s)
 	s = strings.ReplaceAll(s, "|", `\|`)
 	s = strings.ReplaceAll(s, "`", "'")
 	return strings.ReplaceAll(s, "\n", " ")

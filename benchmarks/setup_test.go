@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,14 @@ func writeCatalogue(b *testing.B, n int) string {
 	return dir
 }
 
+// unexpected drops the one finding every synthetic catalogue has: it has no credentials.yaml
+// (hashes are minted, not generated; render gives every user one), which lint says once.
+func unexpected(fs catalogue.Findings) catalogue.Findings {
+	return slices.DeleteFunc(fs, func(f catalogue.Finding) bool {
+		return f.Rule == compiler.RuleCredentialMissing.ID && f.Pos.Line == 0
+	})
+}
+
 // compiledPlan compiles a synthetic catalogue of n modules, refusing one with findings: a
 // benchmark of the unhealthy path would measure the cost of reporting faults instead.
 func compiledPlan(b *testing.B, n int) *compiler.Plan {
@@ -39,7 +48,7 @@ func compiledPlan(b *testing.B, n int) *compiler.Plan {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if fs := lint.Run(c, loaded); len(fs) > 0 {
+	if fs := unexpected(lint.Run(c, loaded)); len(fs) > 0 {
 		b.Fatalf("the synthetic catalogue of %d modules has %d findings, first: %s", n, len(fs), fs[0])
 	}
 	p, _ := compiler.Compile(catalogue.NewIndex(c))

@@ -6,16 +6,22 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
 	"meshc/internal/atomicfile"
+	"meshc/internal/filelock"
 )
 
 // MintCost is the bcrypt cost of every password meshc mints. Deliberately low: the server pays
@@ -43,65 +49,272 @@ func MintPassword() (password, hash string, err error) {
 	return password, string(h), nil
 }
 
-// RecordHashes records bcrypt hashes in dir's credentials.yaml, replacing a user's recorded hash
-// (minting again rotates) and adding new users in name order among the others. Every other entry,
-// and the comments, are left as they were. The file is written atomically with mode 0600: it
-// holds no plaintext, but a hash is still a thing to guess at offline.
+// RecordHashes records bcrypt hashes in dir's credentials.yaml: EditCredentials, Record, done.
 func RecordHashes(dir string, hashes map[string]string) error {
-	path := filepath.Join(dir, CredentialsFile)
-	doc := &yaml.Node{Kind: yaml.DocumentNode}
-	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
-	switch data, err := os.ReadFile(path); {
-	case errors.Is(err, fs.ErrNotExist):
-		root.HeadComment = "Recorded bcrypt hashes of the bus users, written by `meshc mint`. Never a plaintext."
-		doc.Content = []*yaml.Node{root}
-	case err != nil:
-		return fmt.Errorf("reading %s: %w", path, err)
-	default:
-		if err := yaml.Unmarshal(data, doc); err != nil {
-			return fmt.Errorf("%s is not valid YAML, so no hash was recorded; fix it first: %w", path, err)
-		}
-		if len(doc.Content) == 0 {
-			doc.Kind = yaml.DocumentNode
-			doc.Content = []*yaml.Node{root}
-		}
-		root = doc.Content[0]
-		if root.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s must be a mapping of usernames to hashes; fix it first", path)
-		}
-	}
-
-	for _, user := range slices.Sorted(maps.Keys(hashes)) {
-		value := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: hashes[user], Style: yaml.DoubleQuotedStyle}
-		replaced := false
-		insertAt := len(root.Content)
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			key := root.Content[i].Value
-			if key == user {
-				value.LineComment = root.Content[i+1].LineComment
-				root.Content[i+1] = value
-				replaced = true
-				break
-			}
-			if key > user && insertAt == len(root.Content) {
-				insertAt = i
-			}
-		}
-		if replaced {
-			continue
-		}
-		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: user}
-		root.Content = append(root.Content[:insertAt], append([]*yaml.Node{key, value}, root.Content[insertAt:]...)...)
-	}
-
-	var out bytes.Buffer
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
-		return fmt.Errorf("encoding %s: %w", path, err)
-	}
-	if err := enc.Close(); err != nil {
+	e, err := EditCredentials(dir)
+	if err != nil {
 		return err
 	}
-	return atomicfile.Write(path, out.Bytes(), 0o600)
+	defer e.Close()
+	return e.Record(hashes)
+}
+
+// CredentialsEdit is dir's credentials.yaml, read under a lock that is held until Close: two
+// `meshc mint` at once each read, merge and write the file, and without the lock the second
+// write drops the first one's hashes — passwords printed for hashes nobody recorded.
+type CredentialsEdit struct {
+	path     string // the file written: credentials.yaml, or the file its symlink names
+	data     []byte // as read; nil when there is no file yet
+	mode     fs.FileMode
+	recorded map[string]*yaml.Node // username → its value node
+	order    []*yaml.Node          // the keys, in file order
+	lock     *filelock.Lock
+}
+
+// EditCredentials locks dir's credentials.yaml and reads it. A file meshc cannot rewrite
+// faithfully — not YAML, not a flat mapping of names to one-line strings, or using anchors,
+// aliases or tags — is refused here, before anything is minted: rewriting it through a YAML
+// encoder would drop its blank lines and `---`, and an alias rewritten is YAML that no longer
+// parses.
+func EditCredentials(dir string) (*CredentialsEdit, error) {
+	path := filepath.Join(dir, CredentialsFile)
+	// A symlinked credentials.yaml stays a symlink: the file it names is the one rewritten, and
+	// the lock is taken on the directory that file lives in (a lock file beside it would be one
+	// more file to keep out of git; a directory can be locked in place).
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	} else if _, lerr := os.Lstat(path); lerr == nil {
+		return nil, fmt.Errorf("%s is a symbolic link to a file that does not exist; fix the link or remove it", path)
+	}
+	lock, err := filelock.Acquire(filepath.Dir(path), false)
+	if err != nil {
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	e := &CredentialsEdit{path: path, mode: 0o600, recorded: map[string]*yaml.Node{}, lock: lock}
+	if err := e.read(); err != nil {
+		lock.Unlock()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *CredentialsEdit) read() error {
+	e.recorded, e.order = map[string]*yaml.Node{}, nil
+	info, err := os.Stat(e.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", e.path, err)
+	}
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file, so no hash was recorded", e.path)
+	}
+	// Its mode is kept: a read-only file (0400) stays read-only, a shared one stays shared.
+	e.mode = info.Mode().Perm()
+	if e.data, err = os.ReadFile(e.path); err != nil {
+		return fmt.Errorf("reading %s: %w", e.path, err)
+	}
+	refuse := func(n *yaml.Node, why string) error {
+		where := e.path
+		if n != nil && n.Line > 0 {
+			where = fmt.Sprintf("%s:%d", e.path, n.Line)
+		}
+		return fmt.Errorf("%s: %s, which meshc cannot rewrite without changing what else the file says; "+
+			"so no hash was recorded: write it as plain `user: \"hash\"` lines first", where, why)
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(e.data))
+	if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+		return nil // empty, or only comments
+	} else if err != nil {
+		return fmt.Errorf("%s is not valid YAML, so no hash was recorded; fix it first: %w", e.path, err)
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); !errors.Is(err, io.EOF) {
+		return refuse(&second, "it holds a second YAML document")
+	}
+	if len(doc.Content) == 0 {
+		return nil
+	}
+	root := doc.Content[0]
+	if isNull(root) && root.Value == "" {
+		return nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("%s must be a mapping of usernames to hashes; fix it first", e.path)
+	}
+	if root.Style&yaml.FlowStyle != 0 {
+		return refuse(root, "it is written as a flow mapping ({...})")
+	}
+	if root.Anchor != "" || root.Tag != "!!map" {
+		return refuse(root, "its mapping carries an anchor or a tag")
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		switch {
+		case k.Kind == yaml.AliasNode || v.Kind == yaml.AliasNode:
+			return refuse(k, "it uses an alias (*name)")
+		case k.Anchor != "" || v.Anchor != "":
+			return refuse(k, "it uses an anchor (&name)")
+		case k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode || k.Tag != "!!str":
+			return refuse(k, "an entry is not a name and a single value")
+		case v.Tag != "!!str" && v.Tag != "!!null" || v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || v.Line != k.Line:
+			return refuse(v, "a value is not a one-line string on its key's line")
+		case e.recorded[k.Value] != nil:
+			return refuse(k, "a name is recorded twice")
+		}
+		e.recorded[k.Value] = v
+		e.order = append(e.order, k)
+	}
+	return nil
+}
+
+// Recorded reports whether user has a hash recorded, as the file stands under the lock.
+func (e *CredentialsEdit) Recorded(user string) bool {
+	v := e.recorded[user]
+	return v != nil && v.Value != ""
+}
+
+// Close releases the lock.
+func (e *CredentialsEdit) Close() error { return e.lock.Unlock() }
+
+// Record writes hashes into the file, replacing a user's recorded hash (minting again rotates)
+// and adding new users in name order among the others. The file is edited as text, line by
+// line, so everything else in it — comments, blank lines, a leading `---`, quoting — stays
+// byte for byte as it was. It is written atomically, keeping its mode (0600 for a new file: it
+// holds no plaintext, but a hash is still a thing to guess at offline).
+func (e *CredentialsEdit) Record(hashes map[string]string) error {
+	for user, hash := range hashes {
+		if !plainUser.MatchString(user) || !quotableHash.MatchString(hash) {
+			return fmt.Errorf("recording %s: %q cannot be written as a plain name and a quoted hash", e.path, Excerpt(user))
+		}
+	}
+	eol := "\n"
+	if bytes.Contains(e.data, []byte("\r\n")) {
+		eol = "\r\n"
+	}
+	var lines []string
+	if e.data == nil {
+		lines = []string{"# Recorded bcrypt hashes of the bus users, written by `meshc mint`. Never a plaintext."}
+	} else {
+		lines = strings.Split(strings.TrimSuffix(string(e.data), eol), eol)
+	}
+	indent := ""
+	if len(e.order) > 0 {
+		indent = strings.Repeat(" ", e.order[0].Column-1)
+	}
+	entry := func(user, hash string) string { return fmt.Sprintf("%s%s: %q", indent, user, hash) }
+
+	// Replacements keep line numbers; insertions are gathered per line and made last, from the
+	// bottom up, so the line numbers the parser gave stay true while editing.
+	inserts := map[int][]string{} // index of the line to insert before → lines
+	for _, user := range slices.Sorted(maps.Keys(hashes)) {
+		if v := e.recorded[user]; v != nil {
+			i := v.Line - 1
+			start := byteColumn(lines[i], v.Column)
+			end := start + scalarLength(lines[i][start:], v)
+			quoted := strconv.Quote(hashes[user])
+			if end == start && start > 0 && lines[i][start-1] == ':' {
+				quoted = " " + quoted // `user:` with nothing after it
+			}
+			lines[i] = lines[i][:start] + quoted + lines[i][end:]
+			continue
+		}
+		at := len(lines) // after everything, when no recorded user sorts after this one
+		if len(e.order) > 0 {
+			at = e.order[len(e.order)-1].Line // just after the last entry's line
+		}
+		for _, k := range e.order {
+			if k.Value > user {
+				at = k.Line - 1
+				// Above the comment lines that belong to that entry, not between them and it.
+				for at > 0 && strings.HasPrefix(strings.TrimSpace(lines[at-1]), "#") && strings.TrimSpace(k.HeadComment) != "" {
+					at--
+				}
+				break
+			}
+		}
+		inserts[at] = append(inserts[at], entry(user, hashes[user]))
+	}
+	for _, at := range slices.Backward(slices.Sorted(maps.Keys(inserts))) {
+		lines = slices.Insert(lines, at, inserts[at]...)
+	}
+	out := []byte(strings.Join(lines, eol) + eol)
+
+	// The edit is checked by reading it back: every hash as given, every other entry as it was.
+	var check map[string]any
+	if err := yaml.Unmarshal(out, &check); err != nil {
+		return fmt.Errorf("%s could not be rewritten faithfully (%v), so no hash was recorded", e.path, err)
+	}
+	for user, v := range e.recorded {
+		want := v.Value
+		if h, ok := hashes[user]; ok {
+			want = h
+		}
+		if got, _ := check[user].(string); got != want && !(want == "" && check[user] == nil) {
+			return fmt.Errorf("%s could not be rewritten faithfully (%s), so no hash was recorded", e.path, user)
+		}
+	}
+	for user, h := range hashes {
+		if check[user] != h {
+			return fmt.Errorf("%s could not be rewritten faithfully (%s), so no hash was recorded", e.path, user)
+		}
+	}
+	if err := atomicfile.Write(e.path, out, e.mode); err != nil {
+		return err
+	}
+	e.data = out
+	return e.read() // positions for a second Record under the same lock
+}
+
+// What Record writes as a plain key (a bus username) and inside double quotes (a hash).
+var (
+	plainUser    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	quotableHash = regexp.MustCompile(`^[A-Za-z0-9._$/-]+$`)
+)
+
+// byteColumn turns yaml.v3's 1-based column (in runes) into a byte offset in line.
+func byteColumn(line string, col int) int {
+	i := 0
+	for n := 1; n < col && i < len(line); n++ {
+		_, size := utf8.DecodeRuneInString(line[i:])
+		i += size
+	}
+	return i
+}
+
+// scalarLength is how many bytes the one-line scalar v occupies at the start of rest: up to its
+// closing quote, or for a plain scalar up to a comment or the end of the line.
+func scalarLength(rest string, v *yaml.Node) int {
+	switch {
+	case v.Style&yaml.DoubleQuotedStyle != 0:
+		for i := 1; i < len(rest); i++ {
+			switch rest[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+	case v.Style&yaml.SingleQuotedStyle != 0:
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '\'' {
+				if i+1 < len(rest) && rest[i+1] == '\'' {
+					i++
+					continue
+				}
+				return i + 1
+			}
+		}
+	default:
+		end := len(rest)
+		if i := strings.Index(rest, " #"); i >= 0 {
+			end = i
+		}
+		return len(strings.TrimRight(rest[:end], " \t"))
+	}
+	return len(rest)
 }

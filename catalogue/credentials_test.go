@@ -1,9 +1,11 @@
 package catalogue_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -79,5 +81,98 @@ func TestRecordHashesRotatesOneAndLeavesTheRest(t *testing.T) {
 	}
 	if h, _ := c.Credentials.Hash("node.a"); h != "$2a$06$a" {
 		t.Errorf("read back %q", h)
+	}
+}
+
+// Recording edits the file in place: blank lines, a leading `---`, comments, quoting and a
+// line comment stay byte for byte; a symlink stays a symlink to the file it named, and the
+// file keeps its mode.
+func TestRecordHashesKeepsTheFileAsWritten(t *testing.T) {
+	dir := t.TempDir()
+	shared := t.TempDir()
+	before := "# Hashes of the novox bus.\n---\n\n# the controller\nmesh-controller: '$2a$06$old' # rotated in May\n\nnode.b: $2a$06$b\n\n# people\nperson.zoe:\n"
+	target := filepath.Join(shared, "creds.yaml")
+	if err := os.WriteFile(target, []byte(before), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, catalogue.CredentialsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalogue.RecordHashes(dir, map[string]string{"mesh-controller": "$2a$06$new", "node.a": "$2a$06$a", "person.zoe": "$2a$06$z", "zz.last": "$2a$06$l"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(target)
+	want := "# Hashes of the novox bus.\n---\n\n# the controller\nmesh-controller: \"$2a$06$new\" # rotated in May\n\nnode.a: \"$2a$06$a\"\nnode.b: $2a$06$b\n\n# people\nperson.zoe: \"$2a$06$z\"\nzz.last: \"$2a$06$l\"\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if info, err := os.Lstat(filepath.Join(dir, catalogue.CredentialsFile)); err != nil || info.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("credentials.yaml is no longer a symlink: %v", err)
+	}
+	if info, _ := os.Stat(target); info.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640 kept", info.Mode().Perm())
+	}
+}
+
+// What cannot be rewritten faithfully is refused, and the file left exactly as it was.
+func TestRecordHashesRefusesWhatItCannotRewrite(t *testing.T) {
+	for name, data := range map[string]string{
+		"alias":     "mesh-controller: &h \"$2a$06$a\"\nnode.a: *h\n",
+		"flow":      "{mesh-controller: \"$2a$06$a\"}\n",
+		"multiline": "mesh-controller: >\n  $2a$06$a\n",
+		"two-docs":  "a: \"x\"\n---\nb: \"y\"\n",
+		"not-yaml":  "a: [\n",
+		"list":      "- a\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, catalogue.CredentialsFile)
+			if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := catalogue.RecordHashes(dir, map[string]string{"node.b": "$2a$06$b"})
+			if err == nil || !strings.Contains(err.Error(), "no hash was recorded") && !strings.Contains(err.Error(), "fix it first") {
+				t.Fatalf("got %v; want a refusal", err)
+			}
+			if got, _ := os.ReadFile(path); string(got) != data {
+				t.Errorf("the file changed:\n%s", got)
+			}
+		})
+	}
+}
+
+// Recordings at once, each of its own user, all land: each reads, merges and writes under the
+// lock, so none writes back a file from before another's write.
+func TestConcurrentRecordingsLoseNothing(t *testing.T) {
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			if err := catalogue.RecordHashes(dir, map[string]string{fmt.Sprintf("person.p%d", i): fmt.Sprintf("$2a$06$h%d", i)}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	data, _ := os.ReadFile(filepath.Join(dir, catalogue.CredentialsFile))
+	for i := range 50 {
+		if !strings.Contains(string(data), fmt.Sprintf("person.p%d: \"$2a$06$h%d\"", i, i)) {
+			t.Errorf("person.p%d was lost", i)
+		}
+	}
+}
+
+// A file written on Windows keeps its line endings, new lines included.
+func TestRecordHashesKeepsCRLF(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, catalogue.CredentialsFile)
+	if err := os.WriteFile(path, []byte("# hashes\r\nnode.b: \"$2a$06$b\"\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := catalogue.RecordHashes(dir, map[string]string{"node.a": "$2a$06$a", "node.b": "$2a$06$B"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "# hashes\r\nnode.a: \"$2a$06$a\"\r\nnode.b: \"$2a$06$B\"\r\n" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"meshc/internal/suggest"
 )
 
-// RuleYAML is the rule id of every structural finding the loader makes: unreadable YAML,
-// unknown keys, wrong types.
-const RuleYAML = "yaml"
+// RuleYAML is the rule of every structural finding the loader makes: unreadable YAML, unknown
+// keys, wrong types, a file that is not the catalogue's own.
+var RuleYAML = &Rule{ID: "yaml", Severity: Error,
+	Summary: "unreadable YAML, unknown keys, wrong types",
+	Why:     "A misspelt key is otherwise a field silently left empty: a module that consumes nothing because it wrote `consume:`."}
 
 // decoder walks one file's YAML node tree into the model, recording a finding for every
 // structural fault instead of stopping at the first, so a user fixes a file in one pass.
@@ -32,16 +34,12 @@ func newDecoder(file string, findings *Findings) *decoder {
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
 func (d *decoder) fail(n *yaml.Node, format string, args ...any) {
-	*d.findings = append(*d.findings, Finding{
-		Pos: d.pos(n), Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-	})
+	*d.findings = append(*d.findings, RuleYAML.At(d.pos(n), format, args...))
 }
 
 // failFile records a finding about the file as a whole, such as a required key it lacks.
 func (d *decoder) failFile(format string, args ...any) {
-	*d.findings = append(*d.findings, Finding{
-		Pos: Pos{File: d.file}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-	})
+	*d.findings = append(*d.findings, RuleYAML.At(Pos{File: d.file}, format, args...))
 }
 
 // resolve follows aliases to the value they stand for.
@@ -78,7 +76,7 @@ func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) ma
 			continue
 		}
 		if first, ok := seen[key.Value]; ok {
-			d.fail(key, "%q is set twice in %s (first at line %d); keep one", key.Value, what, first.Line)
+			d.fail(key, "%q is set twice in %s (first at line %d); keep one", Excerpt(key.Value), what, first.Line)
 			continue
 		}
 		seen[key.Value] = key
@@ -99,10 +97,10 @@ func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]fiel
 	}
 	slices.Sort(known)
 	if near := suggest.Closest(key.Value, known); near != "" {
-		d.fail(key, "unknown key %q in %s; did you mean %q?", key.Value, what, near)
+		d.fail(key, "unknown key %q in %s; did you mean %q?", Excerpt(key.Value), what, near)
 		return
 	}
-	d.fail(key, "unknown key %q in %s; the keys are: %s", key.Value, what, strings.Join(known, ", "))
+	d.fail(key, "unknown key %q in %s; the keys are: %s", Excerpt(key.Value), what, strings.Join(known, ", "))
 }
 
 // text decodes a string scalar. Numbers and booleans are refused rather than turned into text:
@@ -126,7 +124,7 @@ func (d *decoder) texts(n *yaml.Node, what string) []Text {
 	if n.Kind != yaml.SequenceNode {
 		hint := ""
 		if n.Kind == yaml.ScalarNode {
-			hint = fmt.Sprintf("; write [%s]", n.Value)
+			hint = fmt.Sprintf("; write [%s]", Excerpt(n.Value))
 		}
 		d.fail(n, "%s must be a list, not %s%s", what, describe(n), hint)
 		return nil
@@ -168,9 +166,9 @@ func (d *decoder) duration(n *yaml.Node, what string) time.Duration {
 	if !ok {
 		return 0
 	}
-	v, err := time.ParseDuration(t.Value)
+	v, err := ParseDuration(t.Value)
 	if err != nil || v <= 0 {
-		d.fail(n, "%s must be a positive duration such as 90s, 10m or 720h, not %q", what, t.Value)
+		d.fail(n, "%s must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not %q", what, Excerpt(t.Value))
 		return 0
 	}
 	return v
@@ -203,22 +201,22 @@ func describe(n *yaml.Node) string {
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
+			return fmt.Sprintf("the string %q", Excerpt(n.Value))
 		case "!!int", "!!float":
-			return "the number " + n.Value
+			return "the number " + Excerpt(n.Value)
 		case "!!bool":
 			return "the boolean " + n.Value
 		case "!!null":
 			return "nothing"
 		}
-		return fmt.Sprintf("%q (%s)", n.Value, strings.TrimPrefix(n.Tag, "!!"))
+		return fmt.Sprintf("%q (%s)", Excerpt(n.Value), Excerpt(strings.TrimPrefix(n.Tag, "!!")))
 	}
 	return "an unexpected value"
 }
 
 func quoteHint(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
-		return fmt.Sprintf("; quote it (\"%s\") if that is the name you mean", n.Value)
+		return fmt.Sprintf("; quote it (\"%s\") if that is the name you mean", Excerpt(n.Value))
 	}
 	return ""
 }

@@ -104,3 +104,23 @@ func (fs Findings) Count(s Severity) int {
 	}
 	return n
 }
+
+// Rule is one check, as a value declared beside the code that reports it: its id, how much it
+// matters, what it catches and why it exists. A finding is made from its rule (At), so no call
+// site types an id or decides a severity. The table of every rule (lint.Rules) drives `meshc
+// lint --list`, the README's rule table and the SARIF rule metadata.
+type Rule struct {
+	// ID is stable: pre-commit configurations and code-scanning history refer to it.
+	ID       string
+	Severity Severity
+	// Summary says what the rule catches, in a line.
+	Summary string
+	// Why is the failure the rule prevents: the reason survives the next person who wants to
+	// delete the rule.
+	Why string
+}
+
+// At makes a finding of this rule at pos.
+func (r *Rule) At(pos Pos, format string, args ...any) Finding {
+	return Finding{Pos: pos, Rule: r.ID, Severity: r.Severity, Message: fmt.Sprintf(format, args...)}
+}

@@ -9,9 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -61,29 +59,38 @@ func Load(dir string) (*Catalogue, Findings, error) {
 		return nil, nil, &NotACatalogue{Dir: dir, Reason: plainError(err)}
 	}
 
+	// Every file is checked against the catalogue's real directory, so a symlink that leaves it
+	// is refused however the catalogue itself was named (a relative path, a symlinked checkout).
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: plainError(err)}
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return nil, nil, &NotACatalogue{Dir: dir, Reason: plainError(err)}
+	}
 	c := &Catalogue{Dir: dir}
 	var findings Findings
 
 	c.Mesh = &Mesh{File: MeshFile}
-	if doc := readDocument(dir, MeshFile, &findings); doc != nil {
+	if doc := readDocument(root, MeshFile, &findings); doc != nil {
 		newDecoder(MeshFile, &findings).mesh(doc, c.Mesh)
 	}
 
-	manifests, err := manifestFiles(dir, &findings)
+	manifests, err := manifestFiles(root, &findings)
 	if err != nil {
 		return nil, nil, &NotACatalogue{Dir: dir, Reason: err.Error()}
 	}
-	c.Modules = loadModules(dir, manifests, &findings)
+	c.Modules = loadModules(root, manifests, &findings)
 
 	if exists(dir, InventoryFile) {
 		c.Inventory = &Inventory{File: InventoryFile}
-		if doc := readOptional(dir, InventoryFile, &findings); doc != nil {
+		if doc := readOptional(root, InventoryFile, &findings); doc != nil {
 			newDecoder(InventoryFile, &findings).inventory(doc, c.Inventory)
 		}
 	}
 	if exists(dir, CredentialsFile) {
 		c.Credentials = &Credentials{File: CredentialsFile, Hashes: map[string]Text{}}
-		if doc := readOptional(dir, CredentialsFile, &findings); doc != nil {
+		if doc := readOptional(root, CredentialsFile, &findings); doc != nil {
 			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
 		}
 	}
@@ -133,32 +140,35 @@ func loadModules(dir string, files []string, findings *Findings) []*Module {
 // or skipped in silence: its author expects it to count.
 func manifestFiles(dir string, findings *Findings) ([]string, error) {
 	root := filepath.Join(dir, ModulesDir)
-	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-		*findings = append(*findings, Finding{
-			Pos: Pos{File: MeshFile}, Rule: RuleYAML, Severity: Error,
-			Message: "the catalogue has no modules/ directory; put one manifest per module in modules/<module>.yaml",
-		})
+	info, err := os.Lstat(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		*findings = append(*findings, RuleYAML.At(Pos{File: MeshFile}, "the catalogue has no modules/ directory; put one manifest per module in modules/<module>.yaml"))
 		return nil, nil
 	}
+	if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+		// WalkDir does not follow a symlinked root; following it by hand must stay inside.
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil || !inside(dir, real) {
+			*findings = append(*findings, RuleYAML.At(Pos{File: ModulesDir}, "is a symbolic link to a directory outside the catalogue, so no manifest is read; the manifests live in the catalogue"))
+			return nil, nil
+		}
+		root = real
+	}
 	var files []string
-	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading %s: %s", p, plainError(err))
 		}
 		if e.IsDir() {
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
-		rel = filepath.ToSlash(rel)
+		rel, _ := filepath.Rel(root, p)
+		rel = path.Join(ModulesDir, filepath.ToSlash(rel))
 		switch path.Ext(rel) {
 		case ".yaml":
 			files = append(files, rel)
 		case ".yml":
-			*findings = append(*findings, Finding{
-				Pos: Pos{File: rel}, Rule: RuleYAML, Severity: Error,
-				Message: "manifests end in .yaml, so this file is not read; rename it to " +
-					strings.TrimSuffix(rel, ".yml") + ".yaml",
-			})
+			*findings = append(*findings, RuleYAML.At(Pos{File: rel}, "manifests end in .yaml, so this file is not read; rename it to %s.yaml", strings.TrimSuffix(rel, ".yml")))
 		}
 		return nil
 	})
@@ -181,26 +191,23 @@ func readOptional(dir, rel string, findings *Findings) *yaml.Node {
 
 func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node {
 	fail := func(line int, format string, args ...any) *yaml.Node {
-		*findings = append(*findings, Finding{
-			Pos: Pos{File: rel, Line: line}, Rule: RuleYAML, Severity: Error, Message: fmt.Sprintf(format, args...),
-		})
+		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: line}, format, args...))
 		return nil
 	}
-	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return fail(0, "cannot be read: %s", plainError(err))
+	failAt := func(y yamlFault) *yaml.Node {
+		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: y.line, Col: y.col}, "is not valid YAML: %s", y.msg))
+		return nil
+	}
+	f, refusal := openOwn(dir, rel)
+	if f == nil {
+		return fail(0, "%s", refusal)
 	}
 	defer f.Close()
 	var data []byte
-	if info, err := f.Stat(); err == nil {
-		if !info.Mode().IsRegular() {
-			return fail(0, "is not a regular file; a catalogue file holds one YAML document")
-		}
-		if info.Size() <= MaxFileSize {
-			data = make([]byte, 0, info.Size()+1) // one read, no regrowth
-		}
+	if info, err := f.Stat(); err == nil && info.Size() <= MaxFileSize {
+		data = make([]byte, 0, info.Size()+1) // one read, no regrowth
 	}
-	data, err = readAll(io.LimitReader(f, MaxFileSize+1), data)
+	data, err := readAll(io.LimitReader(f, MaxFileSize+1), data)
 	if err != nil {
 		return fail(0, "cannot be read: %s", plainError(err))
 	}
@@ -226,52 +233,67 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 			}
 			return fail(0, "holds only comments; write its YAML, or delete it")
 		}
-		line, msg := yamlErrorLine(err)
-		return fail(line, "is not valid YAML: %s", msg)
+		return failAt(locateYAMLError(data, err))
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err == nil {
 		return fail(second.Line, "holds a second YAML document (after ---); a catalogue file holds one")
 	} else if !errors.Is(err, io.EOF) {
-		line, msg := yamlErrorLine(err)
-		return fail(line, "is not valid YAML: %s", msg)
+		return failAt(locateYAMLError(data, err))
 	}
 	if len(doc.Content) == 0 {
 		return fail(0, "is empty; write its YAML, or delete it")
 	}
-	// An alias is written *name: a file without a '*' has none, and nothing to measure.
-	if !bytes.ContainsRune(data, '*') {
+	// Aliases may add at most maxAliasValues to what the file itself holds: an honest file
+	// (100,000 modules' inventory, 3.8 MB, no alias at all) is as large as it is, while a
+	// "billion laughs" file of nested aliases is a few hundred bytes that expand without bound.
+	own, aliases := ownSize(doc.Content[0])
+	if aliases == 0 {
 		return doc.Content[0]
 	}
-	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}); n > maxExpandedNodes {
-		return fail(0, "expands to more than %d values through its aliases (&anchor/*alias): "+
-			"a file this small cannot mean that much; write the values out instead of nesting aliases", maxExpandedNodes)
+	if n := expandedSize(doc.Content[0], map[*yaml.Node]int{}, own+maxAliasValues); n > own+maxAliasValues {
+		return fail(0, "expands to more than %d values beyond its own through its aliases (&anchor/*alias): "+
+			"a file this small cannot mean that much; write the values out instead of nesting aliases", maxAliasValues)
 	}
 	return doc.Content[0]
 }
 
-// maxExpandedNodes bounds how many values one file may expand to. A manifest is tens of values;
-// a "billion laughs" file of nested aliases is a few hundred bytes on disk and expands without
-// bound, which would hang pre-commit rather than fail it.
-const maxExpandedNodes = 100_000
+// maxAliasValues bounds how many values aliases may add to a file. A manifest's aliases add
+// tens of values; a "billion laughs" file adds without bound, which would hang pre-commit rather
+// than fail it.
+const maxAliasValues = 100_000
+
+// ownSize counts the values written in the file, an alias counting as one, and the aliases.
+func ownSize(n *yaml.Node) (values, aliases int) {
+	values = 1
+	if n.Kind == yaml.AliasNode {
+		return 1, 1
+	}
+	for _, c := range n.Content {
+		v, a := ownSize(c)
+		values += v
+		aliases += a
+	}
+	return values, aliases
+}
 
 // expandedSize counts the values a node stands for once every alias is followed, memoised per
-// node so the count itself costs only the size of the file; it stops counting past the bound.
-func expandedSize(n *yaml.Node, memo map[*yaml.Node]int) int {
+// node so the count itself costs only the size of the file; it stops counting past bound.
+func expandedSize(n *yaml.Node, memo map[*yaml.Node]int, bound int) int {
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
 			return 1
 		}
-		return expandedSize(n.Alias, memo)
+		return expandedSize(n.Alias, memo, bound)
 	}
 	if size, ok := memo[n]; ok {
 		return size
 	}
-	memo[n] = maxExpandedNodes + 1 // an anchor containing itself counts as unbounded
+	memo[n] = bound + 1 // an anchor containing itself counts as unbounded
 	size := 1
 	for _, c := range n.Content {
-		size += expandedSize(c, memo)
-		if size > maxExpandedNodes {
+		size += expandedSize(c, memo, bound)
+		if size > bound {
 			break
 		}
 	}
@@ -294,18 +316,6 @@ func readAll(r io.Reader, b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
-}
-
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlErrorLine pulls the line out of a yaml.v3 error, whose errors are text.
-func yamlErrorLine(err error) (int, string) {
-	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return line, m[2]
-	}
-	return 0, strings.TrimPrefix(msg, "yaml: ")
 }
 
 func lineOfInvalidUTF8(data []byte) int {

@@ -5,10 +5,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"meshc/catalogue"
+	"meshc/internal/synth"
 	"meshc/internal/testcat"
 )
 
@@ -22,7 +24,7 @@ func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
 		`mesh.yaml:2:1: error: yaml: unknown key "rolse" in mesh.yaml; did you mean "roles"?`,
 		`mesh.yaml:4:12: error: yaml: submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
 		`mesh.yaml:6:22: error: yaml: streams.events.replicas must be a whole number, not the string "three"`,
-		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m or 720h, not "10 days"`,
+		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not "10 days"`,
 		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,
 		`modules/builder.yaml:3:1: error: yaml: unknown key "consume" in a module manifest; did you mean "consumes"?`,
 		`modules/builder.yaml:5:5: error: yaml: a seat needs a name: add ` + "`name: <seat>`",
@@ -165,5 +167,185 @@ func TestAFiftyMegabyteFileIsOneFinding(t *testing.T) {
 	_, findings, err := catalogue.Load(dir)
 	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].Message, "is larger than 4 MiB") {
 		t.Fatalf("got %v, %v", findings, err)
+	}
+}
+
+// Only the catalogue's own regular files are read: a symlink leaving the catalogue (to a
+// credentials file, say) is one finding that neither opens nor quotes it, and a named pipe is one
+// finding rather than a load that blocks for ever waiting for a writer.
+func TestOnlyTheCataloguesOwnFilesAreRead(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "git-credentials", "module: SECRET-TOKEN\n")
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	write(t, dir, "modules/ok.yaml", "module: ok\n")
+	write(t, dir, "shared/linked.yaml", "module: linked\n")
+	for link, target := range map[string]string{
+		"modules/leak.yaml":    filepath.Join(outside, "git-credentials"),
+		"modules/linked.yaml":  filepath.Join(dir, "shared/linked.yaml"), // inside: read
+		"modules/up.yaml":      "../../" + filepath.Base(outside) + "/git-credentials",
+		"inventory.yaml":       filepath.Join(outside, "git-credentials"),
+		"modules/dangle.yaml":  filepath.Join(outside, "nothing-here"),
+		"modules/devnull.yaml": "/dev/zero",
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "modules/pipe.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan struct{})
+	var c *catalogue.Catalogue
+	var findings catalogue.Findings
+	go func() {
+		defer close(done)
+		var err error
+		c, findings, err = catalogue.Load(dir)
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("loading did not finish: a named pipe must not be opened")
+	}
+	want := []string{
+		"inventory.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/dangle.yaml: error: yaml: cannot be read",
+		"modules/devnull.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/leak.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+		"modules/pipe.yaml: error: yaml: is a named pipe (FIFO), so it is not read",
+		"modules/up.yaml: error: yaml: is a symbolic link to a file outside the catalogue",
+	}
+	if len(findings) != len(want) {
+		t.Fatalf("got %d findings, want %d:\n%s", len(findings), len(want), findings)
+	}
+	for i, f := range findings {
+		if !strings.HasPrefix(f.String(), want[i]) {
+			t.Errorf("finding %d:\n got %s\nwant %s", i, f, want[i])
+		}
+		if strings.Contains(f.String(), "SECRET") || strings.Contains(f.String(), outside) {
+			t.Errorf("a finding quotes what is outside the catalogue: %s", f)
+		}
+	}
+	var names []string
+	for _, m := range c.Modules {
+		names = append(names, m.Name.Value)
+	}
+	if strings.Join(names, " ") != "linked ok" {
+		t.Errorf("modules read: %v; want the two inside the catalogue", names)
+	}
+}
+
+// A modules/ directory that is a symlink out of the catalogue is not walked.
+func TestASymlinkedModulesDirectoryOutsideIsNotWalked(t *testing.T) {
+	outside := t.TempDir()
+	write(t, outside, "secret.yaml", "module: SECRET-TOKEN\n")
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	if err := os.Symlink(outside, filepath.Join(dir, "modules")); err != nil {
+		t.Fatal(err)
+	}
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 1 || !strings.Contains(findings[0].String(), "modules: error: yaml: is a symbolic link to a directory outside") || len(c.Modules) != 0 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+}
+
+// No message quotes a whole value: a megabyte pasted where a name belongs is quoted as an
+// excerpt, in the loader's findings and in lint's.
+func TestMessagesQuoteOnlyAnExcerpt(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n"+long+": 1\n")
+	write(t, dir, "modules/a.yaml", "module: [1]\ndescription: 7"+strings.Repeat("1", 5000)+"\nemits: "+long+"\n")
+	_, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) < 3 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+	for _, f := range findings {
+		if len(f.Message) > 400 {
+			t.Errorf("%s: message of %d bytes quotes a whole value", f.Pos, len(f.Message))
+		}
+	}
+}
+
+// The alias guard bounds what aliases add, not the file's own size: a 100,000-module
+// catalogue's inventory (megabytes, no alias, one person granted ["*"]) loads, while the
+// billion-laughs file of TestHostileFilesGetOneFindingEach still fails.
+func TestALargeHonestInventoryIsNotAnAliasBomb(t *testing.T) {
+	files, err := synth.Files(100_000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := files["inventory.yaml"]
+	if len(inv) < 2<<20 || !strings.Contains(string(inv), `["*"]`) {
+		t.Fatalf("the generated inventory is %d bytes; the case needs a multi-megabyte one with a [\"*\"] grant", len(inv))
+	}
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\n")
+	write(t, dir, "modules/a.yaml", "module: a\n")
+	write(t, dir, "inventory.yaml", string(inv))
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 0 {
+		t.Fatalf("got %v, %v", findings, err)
+	}
+	if len(c.Inventory.Nodes) != 25_000 {
+		t.Errorf("%d machines read", len(c.Inventory.Nodes))
+	}
+}
+
+// A YAML syntax error is placed at the real fault, with its column, and the known traps say
+// how to fix them. The parser's own line is where it gave up: for an indentation fault, often
+// a line above the one that is wrong.
+func TestYAMLSyntaxErrorsPointAtTheFault(t *testing.T) {
+	for name, c := range map[string]struct{ data, want string }{
+		"tab":         {"module: x\nemits: [a]\n\tcalls: [b]\n", "modules/m.yaml:3:1: error: yaml: is not valid YAML: found character that cannot start any token; a tab indents this line"},
+		"bare-stars":  {"module: x\nconsumes: [**]\n", "modules/m.yaml:2:12: error: yaml: is not valid YAML: did not find expected alphabetic or numeric character; a bare ** starts an alias (*name) in YAML: quote it, \"**\""},
+		"bare-star":   {"module: x\nconsumes:\n  - *\n", "modules/m.yaml:3:5: error: yaml: is not valid YAML: did not find expected alphabetic or numeric character; a bare * starts an alias"},
+		"item-indent": {"module: x\nemits:\n  - a\n - b\n", "modules/m.yaml:4:2: error: yaml: is not valid YAML: did not find expected key; this line is indented differently"},
+		"seat-indent": {"module: x\nseats:\n  - name: a\n    scope: mesh\n   accepts: [x]\n", "modules/m.yaml:5:4: error: yaml: is not valid YAML: did not find expected '-' indicator; this line is indented differently"},
+		"over-indent": {"module: x\n  emits: [a]\n", "modules/m.yaml:2:3: error: yaml: is not valid YAML: mapping values are not allowed in this context; this line is indented differently"},
+		"unclosed":    {"module: [unclosed\n", "modules/m.yaml:1: error: yaml: is not valid YAML: did not find expected ',' or ']'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "mesh.yaml", "name: novox\n")
+			write(t, dir, "modules/m.yaml", c.data)
+			_, findings, err := catalogue.Load(dir)
+			if err != nil || len(findings) != 1 || !strings.HasPrefix(findings[0].String(), c.want) {
+				t.Fatalf("got %v, %v\nwant one finding starting %s", findings, err, c.want)
+			}
+		})
+	}
+}
+
+// Durations take the NATS CLI's units as well as Go's: `max-age: 7d` was refused although
+// `nats stream add --max-age 7d` is how an operator writes it.
+func TestDurationsTakeTheNATSCLIsUnits(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{
+		"90s": 90 * time.Second, "10m": 10 * time.Minute, "720h": 720 * time.Hour, "1h30m": 90 * time.Minute,
+		"7d": 7 * day, "2w": 14 * day, "1M": 30 * day, "1y": 365 * day, "1w2d": 9 * day, "1.5d": 36 * time.Hour,
+		"500ms": 500 * time.Millisecond, "1D": day, "1Y": 365 * day,
+	} {
+		if got, err := catalogue.ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "10 days", "7", "d", "-1d", "1x", "1d junk2h", "999999999y"} {
+		if got, err := catalogue.ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v; want an error", bad, got)
+		}
+	}
+	dir := t.TempDir()
+	write(t, dir, "mesh.yaml", "name: novox\nstreams:\n  events: {max-age: 7d}\n")
+	write(t, dir, "modules/a.yaml", "module: a\n")
+	c, findings, err := catalogue.Load(dir)
+	if err != nil || len(findings) != 0 || c.Mesh.Streams.Events.MaxAge != 7*day {
+		t.Fatalf("max-age: 7d: %v %v", findings, err)
 	}
 }

@@ -1,8 +1,6 @@
 package catalogue
 
 import (
-	"fmt"
-
 	"go.yaml.in/yaml/v3"
 )
 
@@ -53,8 +51,8 @@ func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
 		}
 	}
 	if named && seen["scope"] == nil {
-		*d.findings = append(*d.findings, Finding{Pos: s.Name.Pos, Rule: RuleYAML, Severity: Error,
-			Message: fmt.Sprintf("seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", s.Name.Value)})
+		*d.findings = append(*d.findings, RuleYAML.At(s.Name.Pos,
+			"seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value)))
 	}
 	return named
 }
@@ -76,7 +74,7 @@ func (d *decoder) files(n *yaml.Node) []FileRequest {
 		if !ok {
 			continue
 		}
-		if p, ok := d.text(n.Content[i+1], "the path of "+k.Value); ok {
+		if p, ok := d.text(n.Content[i+1], "the path of "+Excerpt(k.Value)); ok {
 			out = append(out, FileRequest{Kind: k, Path: p})
 		}
 	}
@@ -147,7 +145,7 @@ func (d *decoder) streamSettings(key, n *yaml.Node, what string, s *StreamSettin
 		s.Replicas = 0
 	}
 	if v := s.Storage.Value; v != "" && v != "file" && v != "memory" {
-		d.fail(n, "%s.storage must be file or memory, not %q", what, v)
+		d.fail(n, "%s.storage must be file or memory, not %q", what, Excerpt(v))
 		s.Storage = Text{}
 	}
 }
@@ -197,7 +195,18 @@ func (d *decoder) credentials(doc *yaml.Node, c *Credentials) {
 		d.fail(doc, "credentials.yaml must be a flat mapping of usernames to bcrypt hashes, not %s", describe(doc))
 		return
 	}
+	// `meshc mint` edits this file line by line (CredentialsEdit) and refuses what it cannot edit
+	// faithfully; said here too, so lint reports it before anyone needs to mint.
+	const unmintable = "; meshc mint edits credentials.yaml line by line and refuses this: write one `user: \"hash\"` per line"
+	if doc.Style&yaml.FlowStyle != 0 {
+		d.fail(doc, "credentials.yaml is written as a flow mapping ({...})%s", unmintable)
+	}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if k, v := doc.Content[i], doc.Content[i+1]; k.Anchor != "" || v.Anchor != "" || k.Kind == yaml.AliasNode || v.Kind == yaml.AliasNode {
+			d.fail(k, "an anchor or alias (&name, *name) in credentials.yaml%s", unmintable)
+		} else if v.Kind == yaml.ScalarNode && v.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+			d.fail(v, "a hash written over several lines (| or >)%s", unmintable)
+		}
 		user, ok := d.text(doc.Content[i], "a username")
 		if !ok {
 			continue

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"time"
 
@@ -12,11 +11,23 @@ import (
 )
 
 // The rules only the compiled plan can check (SPEC §3).
-const (
-	RuleStreamOverlap     = "stream-overlap"
-	RuleUserDuplicate     = "user-duplicate"
-	RuleCredentialMissing = "credential-missing"
+var (
+	RuleStreamOverlap = &catalogue.Rule{ID: "stream-overlap", Severity: catalogue.Error,
+		Summary: "two streams whose subjects overlap",
+		Why:     "The server refuses the second stream at apply; said here, naming both, before anything touches a bus."}
+	RuleUserDuplicate = &catalogue.Rule{ID: "user-duplicate", Severity: catalogue.Error,
+		Summary: "two bus users with one name",
+		Why:     "The server refuses a duplicate user; which of two sources wins must never depend on the order a file was read."}
+	RuleCredentialMissing = &catalogue.Rule{ID: "credential-missing", Severity: catalogue.Warning,
+		Summary: "a bus user with no recorded hash in credentials.yaml, or no credentials.yaml at all",
+		Why:     "A user with no hash cannot connect; named so it is minted, never dropped in silence or written as a user anybody is."}
 )
+
+// withRelated is f naming other places it involves.
+func withRelated(f catalogue.Finding, related []catalogue.Related) catalogue.Finding {
+	f.Related = related
+	return f
+}
 
 // ControllerUser is the control plane's username: always present, always first.
 const ControllerUser = "mesh-controller"
@@ -78,11 +89,7 @@ func (c *compilation) addUser(u User) {
 		if later.Compare(earlier) < 0 {
 			later, earlier = earlier, later
 		}
-		c.findings = append(c.findings, catalogue.Finding{
-			Pos: later, Rule: RuleUserDuplicate, Severity: catalogue.Error,
-			Message: fmt.Sprintf("bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name),
-			Related: []catalogue.Related{{Pos: earlier, Message: "first derived here"}},
-		})
+		c.findings = append(c.findings, withRelated(RuleUserDuplicate.At(later, "bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name), []catalogue.Related{{Pos: earlier, Message: "first derived here"}}))
 		return
 	}
 	c.users[u.Name] = u.Source
@@ -299,17 +306,20 @@ func (c *compilation) people() {
 }
 
 // credentials names every user with no recorded hash, when credentials.yaml exists: named, never
-// dropped in silence, never written as a user anybody is.
+// dropped in silence, never written as a user anybody is. A catalogue with no credentials.yaml
+// at all gets one finding instead of one per user: a new catalogue otherwise linted clean, and
+// then `meshc emit` refused it until someone ran mint.
 func (c *compilation) credentials() {
 	if c.ix.Catalogue.Credentials == nil {
+		if len(c.plan.Users) > 0 {
+			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue has no %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
+				catalogue.CredentialsFile, len(c.plan.Users)))
+		}
 		return
 	}
 	for _, u := range c.plan.Users {
 		if u.Hash == "" {
-			c.findings = append(c.findings, catalogue.Finding{
-				Pos: u.Source, Rule: RuleCredentialMissing, Severity: catalogue.Warning,
-				Message: fmt.Sprintf("bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name),
-			})
+			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name))
 		}
 	}
 }

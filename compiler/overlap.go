@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -211,12 +210,8 @@ func streamOverlaps(streams []Stream) catalogue.Findings {
 					later, earlier = earlier, later
 					laterSubj, earlierSubj = earlierSubj, laterSubj
 				}
-				findings = append(findings, catalogue.Finding{
-					Pos: later.Source, Rule: RuleStreamOverlap, Severity: catalogue.Error,
-					Message: fmt.Sprintf("streams %s (%s) and %s (%s) both capture %s, and the server refuses the second; rename the seat or event whose subject they share",
-						later.Config.Name, laterSubj, earlier.Config.Name, earlierSubj, Witness(subj, otherSubj)),
-					Related: []catalogue.Related{{Pos: earlier.Source, Message: "the other stream comes from here"}},
-				})
+				findings = append(findings, withRelated(RuleStreamOverlap.At(later.Source, "streams %s (%s) and %s (%s) both capture %s, and the server refuses the second; rename the seat or event whose subject they share",
+					later.Config.Name, laterSubj, earlier.Config.Name, earlierSubj, Witness(subj, otherSubj)), []catalogue.Related{{Pos: earlier.Source, Message: "the other stream comes from here"}}))
 			})
 		}
 	}

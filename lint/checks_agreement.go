@@ -9,6 +9,19 @@ import (
 	"meshc/compiler"
 )
 
+// The rules this file reports, declared where they are reported (lint.Rules lists them all).
+var (
+	ruleConsumeAgreement = &catalogue.Rule{ID: "consume-agreement", Severity: catalogue.Error,
+		Summary: "a consumed name whose derived subject no emitter publishes",
+		Why:     "A subscription to a subject nothing publishes is not an error anywhere: it is silence. Comparing names let a role's event derived into a module's namespace through."}
+	ruleCallAgreement = &catalogue.Rule{ID: "call-agreement", Severity: catalogue.Error,
+		Summary: "a called or person-granted tool that nobody serves",
+		Why:     "A call to a tool nobody serves waits out its whole timeout before failing, on every call."}
+	ruleEventUnheard = &catalogue.Rule{ID: "event-unheard", Severity: catalogue.Info,
+		Summary: "an emitted event nobody consumes",
+		Why:     "Not wrong — a module may be installed before its listeners — but often a consumer that names the event differently."}
+)
+
 // subjectSet answers "does anything in this set of subjects match this filter", in time linear
 // in the filter's tokens rather than in the set's size.
 type subjectSet struct {
@@ -153,9 +166,11 @@ func (l *linter) checkAgreement() {
 }
 
 func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter string) {
-	if l.ok(e) && !heard.matches(subject) {
-		l.report("event-unheard", e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
-			emitter, e.Value, subject, quote(emitter+"."+e.Value))
+	// A broken emitter's consumers were not checked against it (doubtful), so they cannot be
+	// said to hear nothing.
+	if l.ok(e) && !l.doubtful[emitter] && !heard.matches(subject) {
+		l.report(ruleEventUnheard, e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
+			catalogue.Excerpt(emitter), catalogue.Excerpt(e.Value), catalogue.Excerpt(subject), quote(catalogue.Excerpt(emitter+"."+e.Value)))
 	}
 }
 
@@ -173,18 +188,21 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 	}
 	emitter, _, _ := strings.Cut(t.Value, ".")
 	c := compiler.Consume(ix, t.Value)
+	if !c.Seat && l.doubtful[emitter] {
+		return // the emitter's declaration is broken, and has its finding
+	}
 	if !c.Seat && ix.Modules[emitter] == nil {
 		if to, ok := ix.Aliases[emitter]; ok {
-			l.report("seat-unknown", t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
-				emitter, to, to)
+			l.report(ruleSeatUnknown, t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it, or fix the alias",
+				catalogue.Excerpt(emitter), catalogue.Excerpt(to), catalogue.Excerpt(to))
 			return
 		}
 		hint := didYouMean(emitter, l.emitters())
 		if emitter == "module" {
 			hint = "; `module.<m>.<event>` is the old bus's routing key: write `<m>.<event>`"
 		}
-		l.report("consume-agreement", t.Pos, "%s %s, and no module or seat is named %q, so nothing publishes it: fix the emitter's name%s",
-			who, t.Value, emitter, hint)
+		l.report(ruleConsumeAgreement, t.Pos, "%s %s, and no module or seat is named %q, so nothing publishes it: fix the emitter's name%s",
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(emitter), hint)
 		return
 	}
 	agrees := true
@@ -193,12 +211,12 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 		agrees = agrees && published.matches(s)
 	}
 	if !agrees {
-		l.report("consume-agreement", t.Pos, "%s", l.disagreement(who, t.Value, c))
+		l.report(ruleConsumeAgreement, t.Pos, "%s", l.disagreement(who, t.Value, c))
 		return
 	}
 	if c.Renamed && l.ok(t) {
-		l.report("seat-renamed", t.Pos, "%q is the old name of seat %q (mesh.yaml aliases): write %s; the old name stops working when the alias is retired",
-			emitter, c.Emitter, quote(c.Emitter+strings.TrimPrefix(t.Value, emitter)))
+		l.report(ruleSeatRenamed, t.Pos, "%q is the old name of seat %q (mesh.yaml aliases): write %s; the old name stops working when the alias is retired",
+			catalogue.Excerpt(emitter), catalogue.Excerpt(c.Emitter), quote(catalogue.Excerpt(c.Emitter+strings.TrimPrefix(t.Value, emitter))))
 	}
 }
 
@@ -221,24 +239,24 @@ func (l *linter) disagreement(who, written string, c compiler.Consumed) string {
 			}
 			if c.All && len(s.Emits) > 0 {
 				return fmt.Sprintf("%s %s, but %s emits no events of its own: the events are seat %s's, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
-					who, written, c.Emitter, s.Name.Value, c.Emitter, quote(s.Name.Value+".**"))
+					who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+".**"))
 			}
 			if !c.All && slices.ContainsFunc(s.Emits, func(e catalogue.Text) bool { return e.Value == c.Event }) {
 				return fmt.Sprintf("%s %s, but %s does not emit %s: it is the event of seat %s, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
-					who, written, c.Emitter, c.Event, s.Name.Value, c.Emitter, quote(s.Name.Value+"."+c.Event))
+					who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+"."+c.Event))
 			}
 		}
 	}
 	if len(events) == 0 {
 		return fmt.Sprintf("%s %s, but %s %s emits no events, so nothing publishes it: consume an event something emits, or declare it in %s's emits",
-			who, written, kind, c.Emitter, c.Emitter)
+			who, catalogue.Excerpt(written), kind, catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Emitter))
 	}
 	if c.All {
 		// Unreachable while the emitter emits something; kept for the day a derivation differs.
-		return fmt.Sprintf("%s %s, and nothing %s emits matches it", who, written, c.Emitter)
+		return fmt.Sprintf("%s %s, and nothing %s emits matches it", who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter))
 	}
 	return fmt.Sprintf("%s %s, but %s %s does not emit %s%s; it emits %s: consume one of those, or declare %s in %s's emits",
-		who, written, kind, c.Emitter, c.Event, meant(c.Event, events), list(events), c.Event, c.Emitter)
+		who, catalogue.Excerpt(written), kind, catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), meant(c.Event, events), list(events), catalogue.Excerpt(c.Event), catalogue.Excerpt(c.Emitter))
 }
 
 // checkCallAgrees checks one MODULE.TOOL a module calls or a person may call.
@@ -252,15 +270,17 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 	}
 	m := l.ix.Modules[module]
 	switch {
+	case l.doubtful[module]:
+		// The module's declaration is broken, and has its finding.
 	case m == nil:
-		l.report("call-agreement", t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
-			who, t.Value, module, didYouMean(module, l.modules()))
+		l.report(ruleCallAgreement, t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), didYouMean(module, l.modules()))
 	case len(m.Tools) == 0:
-		l.report("call-agreement", t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
-			who, t.Value, module, tool, module)
+		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), catalogue.Excerpt(tool), catalogue.Excerpt(module))
 	default:
 		tools := values(m.Tools)
-		l.report("call-agreement", t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
-			who, t.Value, module, tool, meant(tool, tools), list(tools), module)
+		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), catalogue.Excerpt(tool), meant(tool, tools), list(tools), catalogue.Excerpt(module))
 	}
 }

@@ -1,9 +1,25 @@
 package lint
 
 import (
-	"golang.org/x/crypto/bcrypt"
+	"fmt"
 
 	"meshc/catalogue"
+)
+
+// The rules this file reports, declared where they are reported (lint.Rules lists them all).
+var (
+	ruleSeatContended = &catalogue.Rule{ID: "seat-contended", Severity: catalogue.Error,
+		Summary: "two holders of a mesh-scoped seat, or of a node-scoped one on one machine",
+		Why:     "Two holders of one seat split its work between them, each believing it is the only one."}
+	ruleInventoryUnknown = &catalogue.Rule{ID: "inventory-unknown", Severity: catalogue.Error,
+		Summary: "a machine running a module that is not in the catalogue",
+		Why:     "A module with no manifest has no declared authority: it would be composed with an empty permission list."}
+	ruleRequiresUnmet = &catalogue.Rule{ID: "requires-unmet", Severity: catalogue.Warning,
+		Summary: "a running module requiring an interface no running module provides",
+		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
+	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error,
+		Summary: "a credentials.yaml value that is not a bcrypt hash",
+		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
 )
 
 // instance is one module running on one machine: the unit that holds a seat.
@@ -12,6 +28,8 @@ type instance struct {
 	module *catalogue.Module
 	// at is the inventory's `runs` entry, where a finding about this instance points.
 	at catalogue.Text
+	// claim is where the module claims the seat this instance holds, when it holds one.
+	claim catalogue.Pos
 }
 
 // checkInventory checks what the inventory runs: modules it names, seats held twice, interfaces
@@ -37,8 +55,11 @@ func (l *linter) checkInventory() {
 				continue
 			}
 			m := ix.Modules[r.Value]
+			if m == nil && l.doubtful[r.Value] {
+				continue // its manifest could not be read, and has its finding
+			}
 			if m == nil {
-				l.report("inventory-unknown", r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
+				l.report(ruleInventoryUnknown, r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
 					n.Name.Value, r.Value, r.Value, didYouMean(r.Value, l.modules()))
 				continue
 			}
@@ -64,7 +85,7 @@ func (l *linter) checkInventory() {
 				if holders[k] == nil {
 					order = append(order, k)
 				}
-				holders[k] = append(holders[k], instance{node: n, module: m, at: r})
+				holders[k] = append(holders[k], instance{node: n, module: m, at: r, claim: c.Pos})
 			}
 		}
 	}
@@ -72,15 +93,26 @@ func (l *linter) checkInventory() {
 		hs := holders[k]
 		first := hs[0]
 		for _, h := range hs[1:] {
+			var msg string
 			if k.node != "" {
-				l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" holds it on "+k.node, "",
-					"%s and %s both hold node-scoped seat %s on %s, and would split its work: run one holder of it per machine",
+				msg = fmt.Sprintf("%s and %s both hold node-scoped seat %s on %s, and would split its work: run one holder of it per machine",
 					h.module.Name.Value, first.module.Name.Value, k.seat, k.node)
+			} else {
+				msg = fmt.Sprintf("%s on %s holds mesh-scoped seat %s, and so does %s on %s; the two would split its work: run one holder of it in the mesh, or make the seat node-scoped",
+					h.module.Name.Value, h.node.Name.Value, k.seat, first.module.Name.Value, first.node.Name.Value)
+			}
+			if h.module == first.module {
+				// One module on two machines: the inventory line is the change.
+				l.related(ruleSeatContended, first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "", "%s", msg)
 				continue
 			}
-			l.related("seat-contended", first.at.Pos, h.at.Pos, first.module.Name.Value+" on "+first.node.Name.Value+" holds it", "",
-				"%s on %s holds mesh-scoped seat %s, and so does %s on %s; the two would split its work: run one holder of it in the mesh, or make the seat node-scoped",
-				h.module.Name.Value, h.node.Name.Value, k.seat, first.module.Name.Value, first.node.Name.Value)
+			// Two modules: the finding lands on the claim of the holder the inventory lists
+			// second — the line a pull request adding it touches, so the annotation is on its
+			// diff — naming the other claim and where the two run together.
+			f := l.report(ruleSeatContended, h.claim, "%s", msg)
+			f.Related = append(f.Related,
+				catalogue.Related{Pos: first.claim, Message: first.module.Name.Value + " claims it too"},
+				catalogue.Related{Pos: h.at.Pos, Message: h.module.Name.Value + " runs on " + h.node.Name.Value + " here"})
 		}
 	}
 
@@ -112,7 +144,7 @@ func (l *linter) checkInventory() {
 			if p, ok := providers[r.Value]; ok {
 				hint = p + " provides it: run " + p + " on some machine, or drop the requirement"
 			}
-			l.report("requires-unmet", r.Pos, "%s requires %s, and nothing the inventory runs provides it, so %s will fail at its first use: %s",
+			l.report(ruleRequiresUnmet, r.Pos, "%s requires %s, and nothing the inventory runs provides it, so %s will fail at its first use: %s",
 				m.Name.Value, r.Value, m.Name.Value, hint)
 		}
 	}
@@ -127,9 +159,11 @@ func (l *linter) checkCredentials() {
 	}
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
-		if _, err := bcrypt.Cost([]byte(h.Value)); err != nil {
-			l.report("credential-invalid", h.Pos, "the value recorded for %s is not a bcrypt hash, and credentials.yaml keeps only hashes (a plaintext here is a secret in git): remove it and run `meshc mint %s`",
-				u.Value, u.Value)
+		// The value is never quoted, only what is wrong with it (CheckHash's words name no part
+		// of the value).
+		if err := catalogue.CheckHash(h.Value); err != nil {
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): remove it and run `meshc mint %s`",
+				u.Value, err, u.Value)
 		}
 	}
 }

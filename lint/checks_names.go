@@ -8,6 +8,22 @@ import (
 	"meshc/internal/suggest"
 )
 
+// The rules this file reports, declared where they are reported (lint.Rules lists them all).
+var (
+	ruleName = &catalogue.Rule{ID: "name", Severity: catalogue.Error,
+		Summary: "a name outside its grammar, or a module or seat taking a reserved mesh-*/node-* name",
+		Why:     "Names become subject tokens and usernames; a dot, a wildcard or a space in one changes which subjects a permission covers."}
+	ruleEventLocal = &catalogue.Rule{ID: "event-local", Severity: catalogue.Error,
+		Summary: "an event named the old routing-key way, prefixed with its own module, holding a wildcard, or written as a subject",
+		Why:     "Events are local names and the mesh derives the subject; 37 manifests once spelt them as routing keys and no cross-module subscription matched anything."}
+	ruleNoSubject = &catalogue.Rule{ID: "no-subject", Severity: catalogue.Error,
+		Summary: "a field holding a subject (mesh.…, $JS.…, _INBOX.…, _DELIVER.…)",
+		Why:     "A manifest that holds a subject stops being true the day the subject space is reorganised."}
+	ruleSeatReserved = &catalogue.Rule{ID: "seat-reserved", Severity: catalogue.Error,
+		Summary: "a module declaring a mesh-* or node-* seat",
+		Why:     "The prefix is the reservation: a module taking a mesh role's name would receive the mesh's own work."}
+)
+
 // The grammars of SPEC §1. A name becomes a subject token and part of a username, so anything
 // outside these changes which subjects a permission covers: a dot adds a token, `*` and `>` are
 // wildcards, a space ends the subject.
@@ -44,14 +60,6 @@ func validToken(v string) bool {
 
 // validAccount is [A-Za-z0-9_-]+: the mesh's name, which becomes a NATS account name that the
 // config format cannot quote anything else in (NATS-FACTS §1).
-func validAccount(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; !lower(c) && !(c >= 'A' && c <= 'Z') && !digit(c) && c != '-' && c != '_' {
-			return false
-		}
-	}
-	return v != ""
-}
 
 func lower(c byte) bool { return c >= 'a' && c <= 'z' }
 func digit(c byte) bool { return c >= '0' && c <= '9' }
@@ -116,11 +124,11 @@ func (l *linter) checkName(t catalogue.Text, what string) bool {
 	case !l.ok(t):
 		return false
 	case isSubject(t.Value):
-		l.report("no-subject", t.Pos, "%s %q is written as a subject; write the %s's name, and the mesh derives its subjects", what, t.Value, what)
+		l.report(ruleNoSubject, t.Pos, "%s %q is written as a subject; write the %s's name, and the mesh derives its subjects", what, catalogue.Excerpt(t.Value), what)
 		return false
 	case !validName(t.Value):
-		l.report("name", t.Pos, "%s %q is not a name: use lower-case letters, digits and -, starting with a letter, at most %d characters%s",
-			what, t.Value, maxNameLen, nameHint(t.Value))
+		l.report(ruleName, t.Pos, "%s %q is not a name: use lower-case letters, digits and -, starting with a letter, at most %d characters%s",
+			what, catalogue.Excerpt(t.Value), maxNameLen, nameHint(t.Value))
 		return false
 	}
 	return true
@@ -131,9 +139,9 @@ func (l *linter) checkToken(t catalogue.Text, what string) {
 	switch {
 	case !l.ok(t):
 	case isSubject(t.Value):
-		l.report("no-subject", t.Pos, "%s %q is written as a subject; write its name alone, and the mesh derives the subject", what, t.Value)
+		l.report(ruleNoSubject, t.Pos, "%s %q is written as a subject; write its name alone, and the mesh derives the subject", what, catalogue.Excerpt(t.Value))
 	case !validToken(t.Value):
-		l.report("name", t.Pos, "%s %q must be one word of lower-case letters, digits, _ and -, with no dots or wildcards", what, t.Value)
+		l.report(ruleName, t.Pos, "%s %q must be one word of lower-case letters, digits, _ and -, with no dots or wildcards", what, catalogue.Excerpt(t.Value))
 	}
 }
 
@@ -147,27 +155,27 @@ func (l *linter) checkEmitted(t catalogue.Text, owner string) {
 	if isSubject(v) {
 		hint := "its local name"
 		if _, event, ok := localName(v); ok {
-			hint = quote(event)
+			hint = quote(catalogue.Excerpt(event))
 		}
-		l.report("event-local", t.Pos, "%q is a subject; an event is a local name: write %s, and the mesh derives the subject", v, hint)
+		l.report(ruleEventLocal, t.Pos, "%q is a subject; an event is a local name: write %s, and the mesh derives the subject", catalogue.Excerpt(v), hint)
 		return
 	}
 	if rest, ok := strings.CutPrefix(v, "module."); ok && strings.Contains(rest, ".") {
 		_, verb, _ := strings.Cut(rest, ".")
-		l.report("event-local", t.Pos, "%q is the old bus's routing key; an event is named locally: write %s", v, quote(verb))
+		l.report(ruleEventLocal, t.Pos, "%q is the old bus's routing key; an event is named locally: write %s", catalogue.Excerpt(v), quote(catalogue.Excerpt(verb)))
 		return
 	}
 	if rest, ok := strings.CutPrefix(v, owner+"."); ok && owner != "" {
-		l.report("event-local", t.Pos, "%q is prefixed with %s's own name; an event is named locally and the mesh adds the emitter: write %s",
-			v, owner, quote(rest))
+		l.report(ruleEventLocal, t.Pos, "%q is prefixed with %s's own name; an event is named locally and the mesh adds the emitter: write %s",
+			catalogue.Excerpt(v), owner, quote(catalogue.Excerpt(rest)))
 		return
 	}
 	if strings.ContainsAny(v, "*>#") {
-		l.report("event-local", t.Pos, "%q holds a wildcard; an emitted event is one event, not a pattern: name each event it emits", v)
+		l.report(ruleEventLocal, t.Pos, "%q holds a wildcard; an emitted event is one event, not a pattern: name each event it emits", catalogue.Excerpt(v))
 		return
 	}
 	if !validEvent(v) {
-		l.report("name", t.Pos, "event %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots (`built`, `image.pushed`)", v)
+		l.report(ruleName, t.Pos, "event %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots (`built`, `image.pushed`)", catalogue.Excerpt(v))
 	}
 }
 
@@ -180,25 +188,25 @@ func (l *linter) checkConsumed(t catalogue.Text) {
 	if isSubject(v) {
 		hint := "EMITTER.EVENT"
 		if emitter, event, ok := localName(v); ok {
-			hint = quote(emitter + "." + strings.ReplaceAll(event, ">", "**"))
+			hint = quote(catalogue.Excerpt(emitter + "." + strings.ReplaceAll(event, ">", "**")))
 		}
-		l.report("no-subject", t.Pos, "%q is a subject; a consumed event is named EMITTER.EVENT: write %s, and the mesh derives the subject", v, hint)
+		l.report(ruleNoSubject, t.Pos, "%q is a subject; a consumed event is named EMITTER.EVENT: write %s, and the mesh derives the subject", catalogue.Excerpt(v), hint)
 		return
 	}
 	emitter, event, dotted := strings.Cut(v, ".")
 	switch {
 	case v == "#" || v == ">" || v == "*":
-		l.report("name", t.Pos, "%q is not the mesh's wildcard: every event of every emitter is `**`", v)
+		l.report(ruleName, t.Pos, "%q is not the mesh's wildcard: every event of every emitter is `**`", catalogue.Excerpt(v))
 	case !dotted:
-		l.report("name", t.Pos, "%q names no event: write EMITTER.EVENT (a module's or a seat's name, a dot, the event), or EMITTER.** for all of them", v)
+		l.report(ruleName, t.Pos, "%q names no event: write EMITTER.EVENT (a module's or a seat's name, a dot, the event), or EMITTER.** for all of them", catalogue.Excerpt(v))
 	case strings.HasSuffix(v, ".>") || strings.HasSuffix(v, ".#") || strings.HasSuffix(v, ".*"):
-		l.report("name", t.Pos, "the only wildcard in consumes is a final `**`: write %s", quote(v[:len(v)-1]+"**"))
+		l.report(ruleName, t.Pos, "the only wildcard in consumes is a final `**`: write %s", quote(catalogue.Excerpt(v[:len(v)-1]+"**")))
 	case strings.Contains(event, "**") && event != "**":
-		l.report("name", t.Pos, "%q: `**` stands only at the end, for every event of one emitter (%s)", v, quote(emitter+".**"))
+		l.report(ruleName, t.Pos, "%q: `**` stands only at the end, for every event of one emitter (%s)", catalogue.Excerpt(v), quote(catalogue.Excerpt(emitter)+".**"))
 	case !validName(emitter):
-		l.report("name", t.Pos, "%q: %q is not a module's or a seat's name: use lower-case letters, digits and -, starting with a letter", v, emitter)
+		l.report(ruleName, t.Pos, "%q: %q is not a module's or a seat's name: use lower-case letters, digits and -, starting with a letter", catalogue.Excerpt(v), catalogue.Excerpt(emitter))
 	case event != "**" && !validEvent(event):
-		l.report("name", t.Pos, "%q: %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots", v, event)
+		l.report(ruleName, t.Pos, "%q: %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots", catalogue.Excerpt(v), catalogue.Excerpt(event))
 	}
 }
 
@@ -209,12 +217,12 @@ func (l *linter) checkCall(t catalogue.Text, what string) {
 		return
 	}
 	if isSubject(v) {
-		l.report("no-subject", t.Pos, "%q is a subject; %s names a tool as MODULE.TOOL, and the mesh derives the subject", v, what)
+		l.report(ruleNoSubject, t.Pos, "%q is a subject; %s names a tool as MODULE.TOOL, and the mesh derives the subject", catalogue.Excerpt(v), what)
 		return
 	}
 	module, tool, dotted := strings.Cut(v, ".")
 	if !dotted || !validName(module) || !validToken(tool) {
-		l.report("name", t.Pos, "%s entry %q is not MODULE.TOOL: a module's name, a dot, and one of the tools it serves", what, v)
+		l.report(ruleName, t.Pos, "%s entry %q is not MODULE.TOOL: a module's name, a dot, and one of the tools it serves", what, catalogue.Excerpt(v))
 	}
 }
 
@@ -247,8 +255,8 @@ func (l *linter) checkMesh(m *catalogue.Mesh) {
 	switch {
 	case m.Name.Pos.Line == 0:
 		// Absent or of the wrong type: the loader's finding already.
-	case !validAccount(m.Name.Value):
-		l.report("name", m.Name.Pos, "mesh name %q becomes a NATS account name: use letters, digits, _ and - only", m.Name.Value)
+	case !catalogue.ValidAccountName(m.Name.Value):
+		l.report(ruleName, m.Name.Pos, "mesh name %q becomes a NATS account name: use letters, digits, _ and - only", catalogue.Excerpt(m.Name.Value))
 	}
 	for _, s := range m.Roles {
 		// A role may take any name, mesh-* and node-* included: the prefix is reserved for roles.
@@ -271,17 +279,17 @@ func (l *linter) checkMesh(m *catalogue.Mesh) {
 
 func (l *linter) checkSeatNames(s *catalogue.Seat, byModule bool) {
 	if l.checkName(s.Name, "seat") && byModule && reserved(s.Name.Value) {
-		l.report("seat-reserved", s.Name.Pos, "mesh-* and node-* seats are the mesh's own roles: declare %q in mesh.yaml's roles, or give the seat a name of its own",
-			s.Name.Value)
+		l.report(ruleSeatReserved, s.Name.Pos, "mesh-* and node-* seats are the mesh's own roles: declare %q in mesh.yaml's roles, or give the seat a name of its own",
+			catalogue.Excerpt(s.Name.Value))
 	}
 	switch sc := s.Scope; {
 	case sc.Pos.Line == 0:
 		// Absent or of the wrong type: the loader's finding already.
 	case sc.Value != "mesh" && sc.Value != "node":
-		l.report("name", sc.Pos, "a seat's scope is mesh (one holder in the mesh) or node (one per machine), not %q", sc.Value)
+		l.report(ruleName, sc.Pos, "a seat's scope is mesh (one holder in the mesh) or node (one per machine), not %q", catalogue.Excerpt(sc.Value))
 	}
 	if d := s.Delivers; d.Value != "" && isSubject(d.Value) {
-		l.report("no-subject", d.Pos, "delivers %q is written as a subject; name the interface its holder provides", d.Value)
+		l.report(ruleNoSubject, d.Pos, "delivers %q is written as a subject; name the interface its holder provides", catalogue.Excerpt(d.Value))
 	}
 	for _, a := range s.Accepts {
 		l.checkToken(a, "kind of work")
@@ -296,8 +304,8 @@ func (l *linter) checkModuleNames(m *catalogue.Module) {
 	case m.Name.Pos.Line == 0:
 		// Absent or of the wrong type: the loader's finding already.
 	case l.checkName(m.Name, "module name") && reserved(m.Name.Value):
-		l.report("name", m.Name.Pos, "module name %q takes a mesh-*/node-* name, which are reserved for the mesh's own roles: name the module for what it is (it may still claim a role)",
-			m.Name.Value)
+		l.report(ruleName, m.Name.Pos, "module name %q takes a mesh-*/node-* name, which are reserved for the mesh's own roles: name the module for what it is (it may still claim a role)",
+			catalogue.Excerpt(m.Name.Value))
 	}
 	for _, t := range m.Provides {
 		l.checkInterface(t, "provides")
@@ -333,10 +341,10 @@ func (l *linter) checkModuleNames(m *catalogue.Module) {
 			if near := suggest.Closest(f.Kind.Value, fileKinds); near != "" {
 				hint = "did you mean " + quote(near) + "?"
 			}
-			l.report(catalogue.RuleYAML, f.Kind.Pos, "unknown file kind %q in files; %s", f.Kind.Value, hint)
+			l.report(catalogue.RuleYAML, f.Kind.Pos, "unknown file kind %q in files; %s", catalogue.Excerpt(f.Kind.Value), hint)
 		case !path.IsAbs(f.Path.Value):
 			l.report(catalogue.RuleYAML, f.Path.Pos, "the path of %s must be absolute (it is where the mesh writes the file on the machine), not %q",
-				f.Kind.Value, f.Path.Value)
+				catalogue.Excerpt(f.Kind.Value), catalogue.Excerpt(f.Path.Value))
 		}
 	}
 }
@@ -345,6 +353,6 @@ func (l *linter) checkModuleNames(m *catalogue.Module) {
 // only and never become subjects, so their spelling is otherwise free.
 func (l *linter) checkInterface(t catalogue.Text, what string) {
 	if l.ok(t) && isSubject(t.Value) {
-		l.report("no-subject", t.Pos, "%s %q is written as a subject; name the interface", what, t.Value)
+		l.report(ruleNoSubject, t.Pos, "%s %q is written as a subject; name the interface", what, catalogue.Excerpt(t.Value))
 	}
 }

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"meshc/catalogue"
+	"meshc/internal/safetext"
 	"meshc/internal/suggest"
 )
 
@@ -91,19 +93,24 @@ func writeText(w io.Writer, findings catalogue.Findings) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, f := range findings {
-		// A message is one line by contract; a stray newline would forge a second finding.
-		fmt.Fprintf(bw, "%s: %s: %s: %s\n", f.Pos, f.Severity, f.Rule, oneLine(f.Message))
+		// A message is one line by contract; a stray newline would forge a second finding, and
+		// anything taken from the catalogue (a path, a quoted value) is made safe for a CI log.
+		fmt.Fprintf(bw, "%s: %s: %s: %s\n", logSafe(f.Pos.String()), f.Severity, logSafe(f.Rule), logSafe(f.Message))
 		for _, r := range f.Related {
-			fmt.Fprintf(bw, "\t%s: %s\n", r.Pos, oneLine(r.Message))
+			fmt.Fprintf(bw, "\t%s: %s\n", logSafe(r.Pos.String()), logSafe(r.Message))
 		}
 	}
 	fmt.Fprintln(bw, Summary(findings))
 	return bw.Flush()
 }
 
-func oneLine(s string) string {
-	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s)
-}
+// logSafe makes text from a catalogue safe on one line of a CI log or a terminal
+// (safetext.Line). A line of ours never starts with "::" (it starts with a position), so the
+// newer "::command::" form cannot be forged either.
+func logSafe(s string) string { return safetext.Line(s) }
+
+// jsonLogSafe makes encoded JSON safe in a CI log without changing what it decodes to.
+func jsonLogSafe(b []byte) []byte { return safetext.JSON(b) }
 
 // The JSON format, written by `meshc lint --format json`. This comment is its documentation;
 // the shape only grows (new fields), it never renames or removes one.
@@ -176,11 +183,16 @@ func writeJSON(w io.Writer, findings catalogue.Findings) error {
 		}
 		report.Findings = append(report.Findings, jf)
 	}
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	// Messages quote YAML and name subjects like _INBOX.x.>; "\u003e" would only hurt reading.
 	enc.SetEscapeHTML(false)
-	return enc.Encode(report)
+	if err := enc.Encode(report); err != nil {
+		return err
+	}
+	_, err := w.Write(jsonLogSafe(buf.Bytes()))
+	return err
 }
 
 // sarifLevel maps a severity onto SARIF's result levels; info is SARIF's "note".
@@ -227,10 +239,12 @@ func writeSARIF(w io.Writer, findings catalogue.Findings) error {
 		}
 	}
 	report := sarif.NewReport().AddRun(run)
-	if err := report.PrettyWrite(w); err != nil {
+	var buf bytes.Buffer
+	if err := report.PrettyWrite(&buf); err != nil {
 		return err
 	}
-	_, err := io.WriteString(w, "\n")
+	buf.WriteString("\n")
+	_, err := w.Write(jsonLogSafe(buf.Bytes()))
 	return err
 }
 
@@ -282,7 +296,7 @@ func writeGitHub(w io.Writer, findings catalogue.Findings) error {
 	for _, f := range findings {
 		var props []string
 		if f.Pos.File != "" {
-			props = append(props, "file="+escapeProperty(f.Pos.File))
+			props = append(props, "file="+escapeProperty(logSafe(f.Pos.File)))
 			if f.Pos.Line >= 1 {
 				props = append(props, "line="+strconv.Itoa(f.Pos.Line))
 				if f.Pos.Col >= 1 {
@@ -290,10 +304,12 @@ func writeGitHub(w io.Writer, findings catalogue.Findings) error {
 				}
 			}
 		}
-		props = append(props, "title="+escapeProperty(f.Rule))
-		msg := f.Message
+		props = append(props, "title="+escapeProperty(logSafe(f.Rule)))
+		// logSafe first: the runner reverses escapeData, so a control character or "##[" in a
+		// message would reach the log raw.
+		msg := logSafe(f.Message)
 		for _, r := range f.Related {
-			msg += "\n" + r.Pos.String() + ": " + r.Message
+			msg += "\n" + logSafe(r.Pos.String()) + ": " + logSafe(r.Message)
 		}
 		fmt.Fprintf(bw, "::%s %s::%s\n", githubCommand(f.Severity), strings.Join(props, ","), escapeData(msg))
 	}

@@ -307,13 +307,15 @@ func TestGitHub(t *testing.T) {
 
 // TestGitHubEscaping: an unescaped newline ends the command early and an unescaped comma or
 // colon in a property starts a new property; % is escaped so the runner's unescaping gives back
-// exactly what was written.
+// exactly what was written. A control character from the catalogue is first written as an escape
+// (logSafe), so the only newline the runner decodes is ours, before a related place.
 func TestGitHubEscaping(t *testing.T) {
 	got := write(t, GitHub, catalogue.Findings{{
 		Pos:  catalogue.Pos{File: "modules/a,b:c%.yaml", Line: 1, Col: 2},
 		Rule: "yaml", Severity: catalogue.Error, Message: "100% wrong:\r\nnext, line",
+		Related: []catalogue.Related{{Pos: catalogue.Pos{File: "mesh.yaml", Line: 3}, Message: "here"}},
 	}})
-	want := "::error file=modules/a%2Cb%3Ac%25.yaml,line=1,col=2,title=yaml::100%25 wrong:%0D%0Anext, line\n"
+	want := "::error file=modules/a%2Cb%3Ac%25.yaml,line=1,col=2,title=yaml::100%25 wrong:\\r\\nnext, line%0Amesh.yaml:3: here\n"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

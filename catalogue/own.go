@@ -1,0 +1,85 @@
+package catalogue
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+)
+
+// openOwn opens the catalogue file rel for reading, if it is the catalogue's own: a regular file
+// whose real path lies inside root (the catalogue's resolved directory). Anything else is
+// refused with the reason, and never opened: a symlink to ~/.git-credentials would otherwise
+// be read and quoted into findings (and so into a pull request's annotations), and opening a
+// named pipe blocks until something writes to it — pre-commit hanging for ever.
+//
+// The file is opened non-blocking and checked again through its descriptor, so swapping the
+// file for a pipe between the look and the open fails rather than hangs.
+func openOwn(root, rel string) (*os.File, string) {
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil, "cannot be read: " + plainError(err)
+	}
+	if !inside(root, real) {
+		return nil, "is a symbolic link to a file outside the catalogue, so it is not read; " +
+			"a catalogue file lives in the catalogue (copy it in, or delete the link)"
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return nil, "cannot be read: " + plainError(err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, notRegular(info.Mode())
+	}
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, "cannot be read: " + plainError(err)
+	}
+	opened, err := f.Stat()
+	if err != nil || !opened.Mode().IsRegular() || !os.SameFile(info, opened) {
+		f.Close()
+		return nil, "changed while it was being opened, so it is not read; run meshc again"
+	}
+	return f, ""
+}
+
+// inside reports whether the real path p lies within the real directory root.
+func inside(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+func notRegular(m fs.FileMode) string {
+	kind := "not a regular file"
+	switch {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return "is " + kind + ", so it is not read; a catalogue file is a regular file holding one YAML document"
+}
+
+// excerptRunes bounds how much of any value a message quotes: enough to recognise it, never a
+// whole file's worth of a value pasted where a name belongs.
+const excerptRunes = 64
+
+// Excerpt returns s, or its first runes and "…" when it is longer than a message should quote.
+func Excerpt(s string) string {
+	if utf8.RuneCountInString(s) <= excerptRunes {
+		return s
+	}
+	i := 0
+	for n := 0; n < excerptRunes; n++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i] + "…"
+}
