@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,14 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"meshc/apply"
 	"meshc/compiler"
+	"meshc/emit"
 )
 
 const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [connection flags]
@@ -155,30 +151,9 @@ func goldenState(path string) (*apply.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	var committed struct {
-		Streams   []jetstream.StreamConfig `json:"streams"`
-		Consumers []struct {
-			Stream string                   `json:"stream_name"`
-			Config jetstream.ConsumerConfig `json:"config"`
-		} `json:"consumers"`
+	committed, err := emit.ReadPlanJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, &committed); err != nil {
-		return nil, fmt.Errorf("%s is not a plan meshc wrote (%v); run `meshc emit` to rewrite it", path, err)
-	}
-	st := &apply.State{}
-	for _, s := range committed.Streams {
-		st.Streams = append(st.Streams, apply.Stream{Name: s.Name, Config: s})
-	}
-	slices.SortFunc(st.Streams, func(a, b apply.Stream) int { return strings.Compare(a.Name, b.Name) })
-	for _, c := range committed.Consumers {
-		i := slices.IndexFunc(st.Streams, func(s apply.Stream) bool { return s.Name == c.Stream })
-		if i < 0 {
-			return nil, fmt.Errorf("%s has consumer %s on stream %s, which it does not list; run `meshc emit` to rewrite it", path, c.Config.Durable, c.Stream)
-		}
-		st.Streams[i].Consumers = append(st.Streams[i].Consumers, apply.Consumer{Stream: c.Stream, Name: c.Config.Durable, Config: c.Config})
-	}
-	for i := range st.Streams {
-		slices.SortFunc(st.Streams[i].Consumers, func(a, b apply.Consumer) int { return strings.Compare(a.Name, b.Name) })
-	}
-	return st, nil
+	return apply.Applied(committed), nil
 }
