@@ -271,7 +271,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		responses.add(t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
 	}
 	c.addUser(User{
-		Name: user, Kind: KindModule, Source: source,
+		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
 		// One reply to a request it actually received: only a module that serves a tool answers.
