@@ -149,4 +149,3 @@ func moduleOf(subject string) (string, bool) {
 	m, _, _ := strings.Cut(rest, ".")
 	return m, true
 }
-
