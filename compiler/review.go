@@ -127,10 +127,10 @@ func boolInt(b bool) int {
 // across the mesh, and are not called out.
 func widening(u *User, subject string, added bool) []string {
 	var out []string
-	if added && u.Kind == KindPerson {
+	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
+	if added && u.Kind == KindPerson && !own {
 		out = append(out, "a new person")
 	}
-	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
 	if !own && slices.ContainsFunc(strings.Split(subject, "."), func(t string) bool { return t == "*" || t == ">" }) {
 		out = append(out, "a wildcard")
 	}
