@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"meshc/catalogue"
 )
@@ -89,4 +91,57 @@ func sortedGrants(gs []Grant) []Grant {
 		return a.Source.Compare(b.Source)
 	})
 	return out
+}
+
+// Nearest is, for a subject the user may not use, the grant that comes closest — the one
+// whose tokens agree with the subject's for longest — and why it does not cover the subject.
+// ok is false when the user has no grant for the action at all.
+func (u *User) Nearest(a Action, subject string) (g Grant, why string, ok bool) {
+	best := -1
+	st := strings.Split(subject, ".")
+	for _, x := range u.grants(a) {
+		n := agreeing(strings.Split(x.Subject, "."), st)
+		if n > best {
+			best, g = n, x
+		}
+	}
+	if best < 0 {
+		return Grant{}, "", false
+	}
+	if best == 0 {
+		return g, fmt.Sprintf("no grant of %s starts with %s, so none comes close", u.Name, st[0]), true
+	}
+	return g, notCovered(g.Subject, subject), true
+}
+
+// agreeing counts the leading tokens a grant matches.
+func agreeing(grant, subject []string) int {
+	n := 0
+	for i, t := range grant {
+		if i >= len(subject) || (t != "*" && t != ">" && t != subject[i]) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// notCovered says in words why a grant does not cover a subject.
+func notCovered(grant, subject string) string {
+	g, s := strings.Split(grant, "."), strings.Split(subject, ".")
+	for i, t := range g {
+		switch {
+		case t == ">" && i >= len(s):
+			return fmt.Sprintf("%s needs at least one token after %s", grant, strings.Join(s, "."))
+		case t == ">":
+			return fmt.Sprintf("%s is wider than %s covers", subject, grant)
+		case i >= len(s):
+			return fmt.Sprintf("%s is shorter than %s: it ends before %q", subject, grant, t)
+		case s[i] == ">" || (s[i] == "*" && t != "*"):
+			return fmt.Sprintf("token %d of %s is the wildcard %q, wider than %q in %s", i+1, subject, s[i], t, grant)
+		case t != "*" && t != s[i]:
+			return fmt.Sprintf("token %d is %q in %s but %q in the grant %s", i+1, s[i], subject, t, grant)
+		}
+	}
+	return fmt.Sprintf("%s is longer than %s, which has no final > to cover the tokens after %s", subject, grant, strings.Join(s[:len(g)], "."))
 }

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -58,5 +59,26 @@ func TestWhyNamesTheDeclaration(t *testing.T) {
 	catalog := user(t, p, "mod.anchor.catalog")
 	if why := catalog.Why(Subscribe, "mesh.mod.catalog.tool.lookup"); len(why) != 1 || why[0].Because != "serves tool lookup" {
 		t.Errorf("catalog subscribing its tool: %+v", why)
+	}
+}
+
+func TestNearestSaysWhyNot(t *testing.T) {
+	p, _ := compileArchive(t, "testdata/small.txtar")
+	bob := user(t, p, "person.bob")
+	for _, tc := range []struct{ subject, grant, why string }{
+		{"mesh.mod.catalog.tool.search", "mesh.mod.catalog.tool.lookup", `token 5 is "search"`},
+		{"mesh.mod.catalog.tool", "mesh.mod.catalog.tool.lookup", "is shorter than"},
+		{"mesh.mod.catalog.tool.lookup.x", "mesh.mod.catalog.tool.lookup", "is longer than"},
+		{"mesh.mod.*.tool.lookup", "mesh.mod.catalog.tool.lookup", `the wildcard "*"`},
+		{"_INBOX.x", "", "starts with _INBOX, so none comes close"},
+	} {
+		g, why, ok := bob.Nearest(Publish, tc.subject)
+		if !ok || (tc.grant != "" && g.Subject != tc.grant) || !strings.Contains(why, tc.why) {
+			t.Errorf("%s: nearest %s, %q, want %s and %q", tc.subject, g.Subject, why, tc.grant, tc.why)
+		}
+	}
+	// A user with nothing to publish has no nearest grant.
+	if _, _, ok := (&User{Name: "x"}).Nearest(Publish, "a"); ok {
+		t.Error("a user with no grants has a nearest one")
 	}
 }

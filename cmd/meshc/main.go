@@ -45,6 +45,8 @@ var commands = map[string]command{
 	"up":      {"run the catalogue on an embedded NATS server, nothing installed", runUp},
 	"apply":   {"assert the streams and consumers on a live server, never losing data quietly", runApply},
 	"version": {"print meshc's version", runVersion},
+	"can":     {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan},
+	"who-can": {"list every bus user who may publish or subscribe a subject, and why", runWhoCan},
 }
 
 const usageHead = `meshc turns a catalogue of module manifests (mesh.yaml, modules/*.yaml, inventory.yaml,
