@@ -63,4 +63,3 @@ func TestMeshGraph(t *testing.T) {
 		t.Errorf("focus registry:\n got %q\nwant %q", f, want)
 	}
 }
-
