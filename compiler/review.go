@@ -38,10 +38,12 @@ const Responses = "responses"
 // CompareUsers lists, in the head plan's user order then the base's removed users, every user a
 // change from base to head adds, removes or changes the grants of.
 func CompareUsers(base, head *Plan) []UserChange {
+	// By name, once: a mesh of thousands of modules has tens of thousands of users.
+	baseUsers, headUsers := usersByName(base), usersByName(head)
 	var out []UserChange
 	for i := range head.Users {
 		h := &head.Users[i]
-		b := base.User(h.Name)
+		b := baseUsers[h.Name]
 		uc := UserChange{User: h.Name, Kind: h.Kind, Added: b == nil}
 		if b == nil {
 			b = &User{Name: h.Name}
@@ -53,12 +55,22 @@ func CompareUsers(base, head *Plan) []UserChange {
 	}
 	for i := range base.Users {
 		b := &base.Users[i]
-		if head.User(b.Name) != nil {
+		if headUsers[b.Name] != nil {
 			continue
 		}
 		uc := UserChange{User: b.Name, Kind: b.Kind, Removed: true}
 		_, uc.Lost = grantDelta(b, &User{Name: b.Name}, false)
 		out = append(out, uc)
+	}
+	return out
+}
+
+func usersByName(p *Plan) map[string]*User {
+	out := make(map[string]*User, len(p.Users))
+	for i := range p.Users {
+		if _, dup := out[p.Users[i].Name]; !dup {
+			out[p.Users[i].Name] = &p.Users[i]
+		}
 	}
 	return out
 }
