@@ -1,6 +1,11 @@
 package apply
 
-import "github.com/nats-io/nats.go/jetstream"
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
 
 // Action is what apply does to one object, shown as the symbols a reviewer reads.
 type Action int
@@ -51,6 +56,54 @@ type Field struct {
 	// change adds and takes away: a reviewer reads one new filter, not two long lists.
 	Added   []string `json:"added,omitempty"`
 	Removed []string `json:"removed,omitempty"`
+	// OldList and NewList are Old and New as the lists they are, for a list field: JSON
+	// writes them as arrays, so a script reads a filter list as a list, not as "[a, b]".
+	OldList []string `json:"-"`
+	NewList []string `json:"-"`
+}
+
+// MarshalJSON writes a list field's old and new values as arrays, every other field's as text.
+func (f Field) MarshalJSON() ([]byte, error) {
+	type plain Field
+	if f.OldList == nil && f.NewList == nil {
+		return json.Marshal(plain(f))
+	}
+	return json.Marshal(struct {
+		plain
+		Old []string `json:"old"`
+		New []string `json:"new"`
+	}{plain(f), nonNil(f.OldList), nonNil(f.NewList)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: old and new as text, or as arrays for a list.
+func (f *Field) UnmarshalJSON(data []byte) error {
+	type plain Field
+	var raw struct {
+		plain
+		Old json.RawMessage `json:"old"`
+		New json.RawMessage `json:"new"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*f = Field(raw.plain)
+	for _, v := range []struct {
+		raw  json.RawMessage
+		text *string
+		list *[]string
+	}{{raw.Old, &f.Old, &f.OldList}, {raw.New, &f.New, &f.NewList}} {
+		if len(v.raw) > 0 && v.raw[0] == '[' {
+			if err := json.Unmarshal(v.raw, v.list); err != nil {
+				return err
+			}
+			*v.text = "[" + strings.Join(*v.list, ", ") + "]"
+		} else if len(v.raw) > 0 {
+			if err := json.Unmarshal(v.raw, v.text); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Change is what happens to one stream or consumer.

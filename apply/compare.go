@@ -86,6 +86,7 @@ func compareStructs(have, want reflect.Value, skip map[string]bool) []Field {
 		if hs, ok := h.Interface().([]string); ok {
 			ws := w.Interface().([]string)
 			f.Added, f.Removed = listDelta(hs, ws)
+			f.OldList, f.NewList = nonNil(hs), nonNil(ws)
 		}
 		out = append(out, f)
 	}

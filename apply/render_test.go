@@ -224,3 +224,50 @@ func TestAListChangeShowsWhatItAddsAndRemoves(t *testing.T) {
 		t.Errorf("listDelta = %v, %v", a, r)
 	}
 }
+
+// JSON writes a list field's old and new values as arrays, and reads them back; other fields
+// stay text.
+func TestJSONWritesListsAsArrays(t *testing.T) {
+	have := jetstream.ConsumerConfig{Durable: "c", FilterSubjects: []string{"a", "b"}, AckWait: time.Second}
+	want := jetstream.ConsumerConfig{Durable: "c", FilterSubjects: []string{"b", "c"}, AckWait: 2 * time.Second}
+	fields := consumerFields(normalConsumer(have), normalConsumer(want))
+	cs := Changes{Items: []Change{{Action: Update, Kind: KindConsumer, Stream: "EVENTS", Consumer: "c", Fields: fields}}}
+	raw := renderOut(t, cs, FormatJSON)
+	var doc struct {
+		Changes []struct {
+			Fields []map[string]any `json:"fields"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, f := range doc.Changes[0].Fields {
+		byName[f["field"].(string)] = f
+	}
+	filters := byName["filter_subjects"]
+	if filters == nil {
+		t.Fatalf("no filter_subjects change in %s", raw)
+	}
+	if old, ok := filters["old"].([]any); !ok || len(old) != 2 || old[0] != "a" {
+		t.Errorf("filter_subjects old = %#v, want an array [a b]", filters["old"])
+	}
+	if nw, ok := filters["new"].([]any); !ok || len(nw) != 2 || nw[1] != "c" {
+		t.Errorf("filter_subjects new = %#v, want an array [b c]", filters["new"])
+	}
+	if _, ok := byName["ack_wait"]["old"].(string); !ok {
+		t.Errorf("ack_wait old = %#v, want text", byName["ack_wait"]["old"])
+	}
+	// And back: a Field read from the JSON is the one written.
+	var back struct {
+		Changes []struct{ Fields []Field } `json:"changes"`
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range back.Changes[0].Fields {
+		if f.Name == "filter_subjects" && (!slices.Equal(f.NewList, []string{"b", "c"}) || f.Old != "[a, b]") {
+			t.Errorf("read back %+v", f)
+		}
+	}
+}

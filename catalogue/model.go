@@ -45,6 +45,19 @@ type Mesh struct {
 	Aliases     []Alias
 	SharedNames []Text
 	Streams     Streams
+	// Approvals are breaks a change makes on purpose, each with its reason: kept in the
+	// repository, so the approval is reviewed with the change and stays in its history.
+	Approvals []Approval
+}
+
+// Approval is one intentional break: the breaking rule (replay, retention, widening,
+// contract), what it is about — a consumer STREAM/name, a stream, a bus user, an event or tool
+// MODULE.NAME, a seat, or work SEAT.KIND — and why it is wanted.
+type Approval struct {
+	Pos    Pos
+	Rule   Text
+	On     Text
+	Reason Text
 }
 
 // Controller is the control plane's own side of the mesh: it files no manifest, so which roles

@@ -116,6 +116,26 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 			}
 		},
 		"shared-names": func(_, v *yaml.Node) { m.SharedNames = d.texts(v, "shared-names") },
+		"approve": func(_, v *yaml.Node) {
+			d.list(v, "approve", func(item *yaml.Node) {
+				a := Approval{Pos: d.pos(item)}
+				seen := d.mapping(item, "an approval", map[string]field{
+					"rule":   func(_, v *yaml.Node) { a.Rule, _ = d.text(v, "an approval's rule") },
+					"on":     func(_, v *yaml.Node) { a.On, _ = d.text(v, "what an approval is on") },
+					"reason": func(_, v *yaml.Node) { a.Reason, _ = d.text(v, "an approval's reason") },
+				})
+				if d.resolve(item).Kind != yaml.MappingNode {
+					return
+				}
+				for _, k := range []string{"rule", "on", "reason"} {
+					if seen[k] == nil {
+						d.fail(item, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, reason: <why it is wanted>}`", k)
+						return
+					}
+				}
+				m.Approvals = append(m.Approvals, a)
+			})
+		},
 		"streams": func(_, v *yaml.Node) {
 			d.mapping(v, "streams", map[string]field{
 				"events":  func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.events", &m.Streams.Events) },

@@ -95,6 +95,7 @@ func (c *compilation) addUser(u User) {
 	c.users[u.Name] = u.Source
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
+	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
 	u.Hash, _ = c.ix.Catalogue.Credentials.Hash(u.Name)
 	c.plan.Users = append(c.plan.Users, u)
 }
@@ -133,7 +134,8 @@ func ackGrants(stream, consumer string) []string {
 // of stream and consumer definitions) and the control plane; everything else is named.
 func (c *compilation) controller() {
 	m := c.ix.Catalogue.Mesh
-	pub := []string{
+	var pub, sub granted
+	pub.add(m.Name.Pos, "the control plane", []string{
 		"$JS.API.>",
 		// The same API when the server runs a JetStream domain and meshc is told it
 		// (--js-domain): requests then go to $JS.<domain>.API.
@@ -148,27 +150,26 @@ func (c *compilation) controller() {
 		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
 		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).
 		ApplyBucketSubjects(),
-	}
-	pub = append(pub, ackGrants(ControlStream, ReportsConsumer)...)
-	pub = append(pub, ackGrants(ControlStream, EnrolmentsConsumer)...)
+	}...)
+	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", ackGrants(ControlStream, ReportsConsumer)...)
+	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", ackGrants(ControlStream, EnrolmentsConsumer)...)
 	if len(c.follows()) > 0 {
-		pub = append(pub, ackGrants(EventsStream, ControllerUser)...)
+		pub.add(m.Controller.Follows[0].Pos, "controller follows events", ackGrants(EventsStream, ControllerUser)...)
 	}
 	for _, s := range m.Controller.Submits {
 		if seat := c.ix.Seat(s.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub = append(pub, Work(seat.Name.Value, k.Value))
+				pub.add(s.Pos, "controller submits "+k.Value+" work to "+seat.Name.Value, Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
-	sub := []string{
-		Inbox(ControllerUser),
-		// Heartbeats are heard live and never stored.
-		Heartbeat("*"),
-	}
+	sub.add(m.Name.Pos, "its own inbox", Inbox(ControllerUser))
+	// Heartbeats are heard live and never stored.
+	sub.add(m.Name.Pos, "the control plane hears heartbeats", Heartbeat("*"))
 	c.addUser(User{
 		Name: ControllerUser, Kind: KindController, Source: m.Name.Pos,
-		Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: sub},
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants: Grants{Publish: pub, Subscribe: sub},
 	})
 }
 
@@ -198,13 +199,16 @@ func (c *compilation) machines() {
 	slices.SortStableFunc(nodes, func(a, b *catalogue.Node) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
 	for _, n := range nodes {
 		name := n.Name.Value
+		var pub, sub granted
+		pub.add(n.Name.Pos, "machine "+name+" reports and beats", Report(name), Heartbeat(name))
+		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", "$JS.API.CONSUMER.INFO."+NodesStream+"."+name)
+		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", ackGrants(NodesStream, name)...)
+		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", DeliverNodes(name))
+		sub.add(n.Name.Pos, "its own inbox", Inbox(NodeUser(name)))
 		c.addUser(User{
 			Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
-			Publish: Permission{Allow: append([]string{
-				Report(name), Heartbeat(name),
-				"$JS.API.CONSUMER.INFO." + NodesStream + "." + name,
-			}, ackGrants(NodesStream, name)...)},
-			Subscribe: Permission{Allow: []string{DeliverNodes(name), Inbox(NodeUser(name))}},
+			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+			Grants: Grants{Publish: pub, Subscribe: sub},
 		})
 		runs := slices.Clone(n.Runs)
 		slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
@@ -221,10 +225,13 @@ func (c *compilation) machines() {
 			continue
 		}
 		user := EnrolmentUser(n.Name.Value)
+		var pub, sub granted
+		pub.add(n.Name.Pos, "machine "+n.Name.Value+" is enrolling", Enrolment(n.Name.Value))
+		sub.add(n.Name.Pos, "its own inbox", Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindEnrolment, Source: n.Name.Pos,
-			Publish:   Permission{Allow: []string{Enrolment(n.Name.Value)}},
-			Subscribe: Permission{Allow: []string{Inbox(user)}},
+			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+			Grants: Grants{Publish: pub, Subscribe: sub},
 		})
 	}
 }
@@ -233,9 +240,9 @@ func (c *compilation) machines() {
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
-	var pub []string
+	var pub, sub, responses granted
 	for _, e := range m.Emits {
-		pub = append(pub, ModuleEvent(name, e.Value))
+		pub.add(e.Pos, "emits "+e.Value, ModuleEvent(name, e.Value))
 	}
 	for _, claim := range m.Claims {
 		seat := c.ix.Seat(claim.Value)
@@ -244,34 +251,36 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 		// The holder announces the seat's events, whoever holds it.
 		for _, e := range seat.Emits {
-			pub = append(pub, SeatEvent(seat.Name.Value, e.Value))
+			pub.add(claim.Pos, "claims seat "+seat.Name.Value+", which emits "+e.Value, SeatEvent(seat.Name.Value, e.Value))
 		}
 		if len(seat.Accepts) > 0 {
-			pub = append(pub, consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
 		}
 	}
 	for _, use := range m.Uses {
 		if seat := c.ix.Seat(use.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub = append(pub, Work(seat.Name.Value, k.Value))
+				pub.add(use.Pos, "uses seat "+seat.Name.Value+", which accepts "+k.Value, Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
 	for _, call := range m.Calls {
 		module, tool := Call(call.Value)
-		pub = append(pub, Tool(module, tool))
+		pub.add(call.Pos, "calls "+call.Value, Tool(module, tool))
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
-		pub = append(pub, consumerGrants(EventsStream, ModuleConsumer(node, name))...)
+		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
-	sub := []string{Inbox(user)}
+	sub.add(source, "its own inbox", Inbox(user))
 	for _, t := range m.Tools {
-		sub = append(sub, Tool(name, t.Value))
+		sub.add(t.Pos, "serves tool "+t.Value, Tool(name, t.Value))
+		responses.add(t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
 	}
 	c.addUser(User{
-		Name: user, Kind: KindModule, Source: source,
-		Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: sub},
+		Name: user, Kind: KindModule, Source: source, Module: name,
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
 		// One reply to a request it actually received: only a module that serves a tool answers.
 		AllowResponses: len(m.Tools) > 0,
 	})
@@ -288,19 +297,21 @@ func (c *compilation) people() {
 	people := slices.Clone(inv.People)
 	slices.SortStableFunc(people, func(a, b *catalogue.Person) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
 	for _, p := range people {
-		var pub []string
+		var pub, sub granted
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub = append(pub, Tool("*", "*"))
+				pub.add(t.Pos, "may-call every tool", Tool("*", "*"))
 				continue
 			}
 			module, tool := Call(t.Value)
-			pub = append(pub, Tool(module, tool))
+			pub.add(t.Pos, "may-call "+t.Value, Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
+		sub.add(p.Name.Pos, "its own inbox", Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindPerson, Source: p.Name.Pos,
-			Publish: Permission{Allow: pub}, Subscribe: Permission{Allow: []string{Inbox(user)}},
+			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+			Grants: Grants{Publish: pub, Subscribe: sub},
 		})
 	}
 }

@@ -97,6 +97,12 @@ type User struct {
 	AllowResponses bool
 	// Hash is the recorded bcrypt hash, or "" when credentials.yaml has none for this user.
 	Hash string
+	// Module is the module a module user runs ("" for every other kind), so nothing parses it
+	// back out of the username.
+	Module string
+	// Grants are Publish, Subscribe and AllowResponses one declaration at a time, each with
+	// where it was declared: for explaining a permission, never emitted.
+	Grants Grants
 }
 
 // Permission is an allow and a deny list of subjects, each sorted and without duplicates.

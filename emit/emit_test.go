@@ -366,3 +366,43 @@ func TestRenderIsTheThreeRenderings(t *testing.T) {
 		t.Fatal("Render did not pass on the refusal of a user without a hash")
 	}
 }
+
+// The reader gives back the plan the writer wrote: written again, the bytes are the same, and
+// every stream and consumer comes back whole.
+func TestReadPlanJSONReadsWhatPlanJSONWrote(t *testing.T) {
+	out, err := PlanJSON(testPlan())
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadPlanJSON(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := PlanJSON(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, again) {
+		t.Errorf("written, read and written again differs:\n%s\nvs\n%s", out, again)
+	}
+	if len(back.Streams) != 3 || len(back.Consumers) != 4 || back.Consumers[3].Stream != "NODES" || back.Consumers[3].Config.AckWait != 5*time.Minute {
+		t.Errorf("read back %d streams, %d consumers: %+v", len(back.Streams), len(back.Consumers), back.Consumers)
+	}
+}
+
+func TestReadPlanJSONRefuses(t *testing.T) {
+	for name, tc := range map[string]struct{ file, says string }{
+		"not json":           {`{"streams": [`, "not a plan meshc wrote"},
+		"orphan consumer":    {`{"streams": [], "consumers": [{"stream_name": "EVENTS", "config": {"durable_name": "x"}}]}`, "does not list"},
+		"duplicate stream":   {`{"streams": [{"name": "A"}, {"name": "A"}], "consumers": []}`, `two streams named "A"`},
+		"duplicate consumer": {`{"streams": [{"name": "A"}], "consumers": [{"stream_name": "A", "config": {"durable_name": "x"}}, {"stream_name": "A", "config": {"name": "x"}}]}`, `two consumers named "x"`},
+	} {
+		if _, err := ReadPlanJSON([]byte(tc.file)); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: err = %v, want %q", name, err, tc.says)
+		}
+	}
+	// Quiet: an empty plan reads as an empty plan.
+	if p, err := ReadPlanJSON([]byte(`{"streams": [], "consumers": []}`)); err != nil || len(p.Streams)+len(p.Consumers) != 0 {
+		t.Errorf("empty plan: %v, %v", p, err)
+	}
+}

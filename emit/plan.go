@@ -73,3 +73,38 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 
 // consumerName is the name the server knows a consumer by: its durable name, or its name.
 func consumerName(c jetstream.ConsumerConfig) string { return cmp.Or(c.Durable, c.Name) }
+
+// ReadPlanJSON reads golden/plan.json back into the plan it was written from: its streams and
+// consumers, in the file's order (which PlanJSON sorted). It is PlanJSON's reader, kept beside
+// it so no command keeps a copy of the file's schema. What a file cannot mean — a consumer on a
+// stream it does not list, two streams of one name, two consumers of one name on one stream — is
+// refused with the command that rewrites it.
+func ReadPlanJSON(data []byte) (*compiler.Plan, error) {
+	var f planFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("not a plan meshc wrote (%v); run `meshc emit` to rewrite it", err)
+	}
+	p := &compiler.Plan{Streams: make([]compiler.Stream, 0, len(f.Streams)), Consumers: make([]compiler.Consumer, 0, len(f.Consumers))}
+	streams := map[string]bool{}
+	for _, s := range f.Streams {
+		if streams[s.Name] {
+			return nil, fmt.Errorf("two streams named %q; run `meshc emit` to rewrite it", s.Name)
+		}
+		streams[s.Name] = true
+		p.Streams = append(p.Streams, compiler.Stream{Config: s})
+	}
+	consumers := map[[2]string]bool{}
+	for _, c := range f.Consumers {
+		name := consumerName(c.Config)
+		if !streams[c.Stream] {
+			return nil, fmt.Errorf("consumer %s is on stream %s, which the plan does not list; run `meshc emit` to rewrite it", name, c.Stream)
+		}
+		if consumers[[2]string{c.Stream, name}] {
+			return nil, fmt.Errorf("two consumers named %q on stream %q; run `meshc emit` to rewrite it", name, c.Stream)
+		}
+		consumers[[2]string{c.Stream, name}] = true
+		p.Consumers = append(p.Consumers, compiler.Consumer{Stream: c.Stream, Config: c.Config})
+	}
+	return p, nil
+}

@@ -16,7 +16,7 @@ var (
 		Why:     "A subscription to a subject nothing publishes is not an error anywhere: it is silence. Comparing names let a role's event derived into a module's namespace through."}
 	ruleCallAgreement = &catalogue.Rule{ID: "call-agreement", Severity: catalogue.Error,
 		Summary: "a called or person-granted tool that nobody serves",
-		Why:     "A call to a tool nobody serves waits out its whole timeout before failing, on every call."}
+		Why:     "A call to a tool nobody serves fails at run time with \"no responders\", on every call, far from the manifest that made the mistake."}
 	ruleEventUnheard = &catalogue.Rule{ID: "event-unheard", Severity: catalogue.Info,
 		Summary: "an emitted event nobody consumes",
 		Why:     "Not wrong — a module may be installed before its listeners — but often a consumer that names the event differently."}

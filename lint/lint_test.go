@@ -12,6 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"meshc/catalogue"
+	"meshc/compiler"
 	"meshc/internal/testcat"
 )
 
@@ -213,6 +214,8 @@ var compilerRules = []string{"stream-overlap"}
 // same archives prove, since every finding in them must be wanted.)
 func TestEveryRuleFires(t *testing.T) {
 	archives, _ := filepath.Glob("testdata/rules/*.txtar")
+	against, _ := filepath.Glob("testdata/against/*.txtar")
+	archives = append(archives, against...)
 	wanted := map[string]bool{}
 	for _, path := range archives {
 		a, err := txtar.ParseFile(path)
@@ -255,4 +258,129 @@ func TestRuleIDsAreUnique(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
+}
+
+// The breaking-change tests are archives in testdata/against/*.txtar holding two catalogues,
+// base/ and head/; the head's files carry the `# want` expectations of what the change breaks.
+// Base positions are shown as base/FILE.
+func TestBreaks(t *testing.T) {
+	archives, err := filepath.Glob("testdata/against/*.txtar")
+	if err != nil || len(archives) == 0 {
+		t.Fatalf("no breaking-change tests in testdata: %v", err)
+	}
+	for _, path := range archives {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			a, err := txtar.ParseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			breaks := breaksOf(t, a, nil)
+			var findings catalogue.Findings
+			for _, b := range breaks {
+				if b.Approval != nil {
+					continue // TestApprovedBreaks
+				}
+				findings = append(findings, b.Finding)
+			}
+			check(t, findings, parseWants(t, side(a, "head/")))
+		})
+	}
+}
+
+// side is the part of an archive under prefix, with the prefix taken off.
+func side(a *txtar.Archive, prefix string) *txtar.Archive {
+	out := &txtar.Archive{}
+	for _, f := range a.Files {
+		if name, ok := strings.CutPrefix(f.Name, prefix); ok {
+			out.Files = append(out.Files, txtar.File{Name: name, Data: f.Data})
+		}
+	}
+	return out
+}
+
+func loadSide(t *testing.T, a *txtar.Archive) Side {
+	t.Helper()
+	c, loaded, err := catalogue.Load(testcat.Write(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.HasErrors() {
+		t.Fatalf("the test catalogue does not load: %v", loaded)
+	}
+	ix := catalogue.NewIndex(c)
+	p, _ := compiler.Compile(ix)
+	return Side{Index: ix, Plan: p}
+}
+
+func breaksOf(t *testing.T, a *txtar.Archive, replaced map[string]string) []Break {
+	t.Helper()
+	return Breaks(Against{
+		Base: loadSide(t, side(a, "base/")), Head: loadSide(t, side(a, "head/")), Replaced: replaced,
+		BasePos: func(p catalogue.Pos) catalogue.Pos { p.File = "base/" + p.File; return p },
+	})
+}
+
+// An approval in the head's mesh.yaml accepts the break it names, and only that one: the
+// finding stays, as info, saying where and why it was approved.
+func TestApprovedBreaks(t *testing.T) {
+	a := txtar.Parse([]byte(`-- base/mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 720h}
+  nodes: {max-age: 720h}
+-- base/modules/m.yaml --
+module: m
+-- head/mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 24h}
+  nodes: {max-age: 24h}
+approve:
+  - {rule: retention, on: EVENTS, reason: events older than a day are never read}
+  - {rule: replay, on: NODES, reason: the wrong rule approves nothing}
+-- head/modules/m.yaml --
+module: m
+`))
+	breaks := breaksOf(t, a, map[string]string{"NODES": "storage"})
+	var approved, open []string
+	for _, b := range breaks {
+		if b.Approval != nil {
+			approved = append(approved, b.On)
+		} else {
+			open = append(open, b.On)
+		}
+	}
+	if !slices.Equal(approved, []string{"EVENTS"}) || !slices.Equal(open, []string{"NODES", "NODES"}) {
+		t.Fatalf("approved %v, open %v", approved, open)
+	}
+	findings := BreakFindings(breaks)
+	var events, replace catalogue.Finding
+	for _, f := range findings {
+		if strings.Contains(f.Message, "stream EVENTS") {
+			events = f
+		}
+		if strings.Contains(f.Message, "must be replaced") {
+			replace = f
+		}
+	}
+	if events.Severity != catalogue.Info || !strings.Contains(events.Message, "approved in mesh.yaml:6:5: events older than a day are never read") {
+		t.Errorf("approved finding: %s", events)
+	}
+	if replace.Severity != catalogue.Error || !strings.Contains(replace.Message, "stream NODES must be replaced (storage cannot change in place)") {
+		t.Errorf("replace finding: %s", replace)
+	}
+}
+
+// The loader wants all three parts of an approval.
+func TestApprovalNeedsRuleOnAndReason(t *testing.T) {
+	a := txtar.Parse([]byte(`-- mesh.yaml --
+name: novox
+approve:
+  - {rule: retention, on: EVENTS}   # want @{ "yaml: an approval needs reason"
+  - {rule: retention, on: EVENTS, reason: fine, because: x}   # want @because "yaml: unknown key"
+# want-file "credential-missing: the catalogue has no credentials.yaml"
+-- modules/m.yaml --
+module: m
+`))
+	check(t, lintArchive(t, a), parseWants(t, a))
 }

@@ -42,6 +42,10 @@ var Rules = []*Rule{
 	compiler.RuleStreamOverlap,
 	compiler.RuleUserDuplicate,
 	compiler.RuleCredentialMissing,
+	ruleReplay,
+	ruleRetention,
+	ruleWidening,
+	ruleContract,
 	ruleCredentialInvalid,
 }
 

@@ -13,7 +13,7 @@ import (
 	"meshc/lint"
 )
 
-const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--list [-v]]
+const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
 
 Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
 reports every finding with its place (file:line:col), its rule, its severity and what to do
@@ -25,6 +25,11 @@ Flags:
                    json: {"findings": [...], "summary": {...}}, a stable shape.
                    sarif: SARIF 2.1.0, for code scanning (github/codeql-action/upload-sarif).
                    github: GitHub Actions annotations on the pull request's diff.
+` + againstHelp + `
+                   and also report what the change breaks: replay (a consumer renamed starts
+                   over), retention (a stream keeps less, or is replaced), widening (a user
+                   gains a grant), contract (an event, tool, seat or kind of work is gone).
+                   A break approved in mesh.yaml's approve: list is reported as info.
   --list           print every rule (id, severity, what it catches) and exit; DIR is not read.
   -v               with --list, also say why each rule exists.
 
@@ -42,6 +47,7 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 	formatName := fs.String("format", "text", "output `format`: "+strings.Join(lint.FormatNames(), ", "))
 	list := fs.Bool("list", false, "print the rule table and exit")
 	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
+	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
 	if done {
 		return exit
@@ -78,6 +84,14 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 		return exitCantRun
 	}
 	findings := fromHere(dir, lint.Run(c, loaded))
+	if *against != "" {
+		ch, err := loadChange(dir, *against)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
+			return exitCantRun
+		}
+		findings = append(findings, lint.BreakFindings(ch.breaks())...).Sorted()
+	}
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)
 		return exitCantRun

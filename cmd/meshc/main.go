@@ -50,6 +50,9 @@ func init() {
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply},
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
+		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan},
+		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph},
+		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan},
 	} {
 		commands[name] = c
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,17 +9,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"meshc/apply"
 	"meshc/compiler"
+	"meshc/emit"
 )
 
-const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [connection flags]
+const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags]
 
 Says what applying the catalogue in DIR (default: the current directory) would change, per
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
@@ -30,11 +26,22 @@ With no server, it compares against the committed golden plan (DIR/golden/plan.j
 what a pull request changes. With --server, --context or NATS_URL, it compares against the
 live server, reading it with the paged list API (a handful of requests, however many objects).
 
+With --against REF, it compares against the base catalogue at REF (the pull request's base
+branch) and shows everything the change does to a bus running the base: streams and consumers,
+then bus users added and removed and, per user, every grant gained and lost (pub, sub and
+responses) with the manifest line that declares it, a widening called out (a new wildcard, a
+new person, another module's subject); then what the change breaks (replay, retention,
+widening, contract: see meshc lint --list), with the approvals mesh.yaml's approve: list gives.
+The markdown is what CI posts on the pull request:
+
+    meshc plan --against origin/main --format markdown > plan.md
+
 Flags:
   --format FORMAT  text (default): a summary a reviewer scans, then one line per change;
                    json: a stable shape for scripts; markdown: for a pull request comment
   --prune          show objects the plan no longer has as deletes
   -o DIR           the golden directory to compare against (default DIR/golden)
+` + againstHelp + `
 
 ` + connectHelp + `
 Exit status:
@@ -49,6 +56,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
 	prune := fs.Bool("prune", false, "show objects the plan no longer has as deletes")
 	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
+	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, stdout, stderr)
@@ -62,7 +70,19 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 
 	var live *apply.State
 	var err error
-	if conn.explicit() {
+	var base *change
+	if *against != "" {
+		if conn.explicit() {
+			fmt.Fprintf(stderr, "meshc plan: --against compares two catalogues, a server compares one with a bus: give one of them\n")
+			return exitCantRun
+		}
+		if base, err = loadChange(dir, *against); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc plan: comparing with the catalogue at %s\n", base.label)
+		live = apply.Applied(base.base.Plan)
+	} else if conn.explicit() {
 		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
 			return exit
@@ -81,11 +101,34 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
-	if err := apply.Render(stdout, changes, format); err != nil {
+	if base == nil {
+		if err := apply.Render(stdout, changes, format); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		if changes.Empty() {
+			return exitOK
+		}
+		return exitFailed
+	}
+	users, breaks := base.users(), base.breaks()
+	switch format {
+	case apply.FormatJSON:
+		err = renderReviewJSON(stdout, changes, users, breaks)
+	case apply.FormatMarkdown:
+		if err = apply.Render(stdout, changes, format); err == nil {
+			err = renderReviewMarkdown(stdout, users, breaks)
+		}
+	default:
+		if err = apply.Render(stdout, changes, format); err == nil {
+			err = renderReviewText(stdout, users, breaks)
+		}
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 		return exitCantRun
 	}
-	if changes.Empty() {
+	if changes.Empty() && len(users) == 0 && len(breaks) == 0 {
 		return exitOK
 	}
 	return exitFailed
@@ -155,30 +198,9 @@ func goldenState(path string) (*apply.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	var committed struct {
-		Streams   []jetstream.StreamConfig `json:"streams"`
-		Consumers []struct {
-			Stream string                   `json:"stream_name"`
-			Config jetstream.ConsumerConfig `json:"config"`
-		} `json:"consumers"`
+	committed, err := emit.ReadPlanJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, &committed); err != nil {
-		return nil, fmt.Errorf("%s is not a plan meshc wrote (%v); run `meshc emit` to rewrite it", path, err)
-	}
-	st := &apply.State{}
-	for _, s := range committed.Streams {
-		st.Streams = append(st.Streams, apply.Stream{Name: s.Name, Config: s})
-	}
-	slices.SortFunc(st.Streams, func(a, b apply.Stream) int { return strings.Compare(a.Name, b.Name) })
-	for _, c := range committed.Consumers {
-		i := slices.IndexFunc(st.Streams, func(s apply.Stream) bool { return s.Name == c.Stream })
-		if i < 0 {
-			return nil, fmt.Errorf("%s has consumer %s on stream %s, which it does not list; run `meshc emit` to rewrite it", path, c.Config.Durable, c.Stream)
-		}
-		st.Streams[i].Consumers = append(st.Streams[i].Consumers, apply.Consumer{Stream: c.Stream, Name: c.Config.Durable, Config: c.Config})
-	}
-	for i := range st.Streams {
-		slices.SortFunc(st.Streams[i].Consumers, func(a, b apply.Consumer) int { return strings.Compare(a.Name, b.Name) })
-	}
-	return st, nil
+	return apply.Applied(committed), nil
 }

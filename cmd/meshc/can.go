@@ -1,0 +1,176 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"meshc/compiler"
+	"meshc/internal/suggest"
+)
+
+const canHelp = `Usage: meshc can USER pub|sub SUBJECT [--dir DIR]
+
+Says whether the bus user USER may publish (pub) or subscribe (sub) SUBJECT, from the
+catalogue in DIR (default: the current directory), offline: the same derivation emit writes
+to accounts.conf. For yes, it names the manifest line(s) whose declaration grants it; for no,
+the nearest grant and why it does not cover the subject. SUBJECT may hold wildcards: a grant
+covers it only if it covers every subject it matches.
+
+    meshc can person.bob pub mesh.mod.builder.tool.build-now
+    meshc can mod.anchor.catalog sub mesh.mod.catalog.tool.lookup
+
+Flags:
+  --dir DIR  the catalogue (default: the current directory)
+
+Exit status:
+  0  yes
+  1  no
+  2  meshc could not answer: a bad flag, an unknown user, DIR is not a catalogue or has errors
+`
+
+const whoCanHelp = `Usage: meshc who-can pub|sub SUBJECT [--dir DIR]
+
+Lists every bus user who may publish (pub) or subscribe (sub) SUBJECT, from the catalogue in
+DIR (default: the current directory), offline, each with the manifest line(s) whose
+declaration grants it.
+
+    meshc who-can pub mesh.mod.catalog.event.upgraded
+
+Flags:
+  --dir DIR  the catalogue (default: the current directory)
+
+Exit status:
+  0  at least one user may
+  1  nobody may
+  2  meshc could not answer: a bad flag, DIR is not a catalogue or has errors
+`
+
+func runCan(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("can", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), canHelp) }
+	dir := fs.String("dir", ".", "the catalogue's `DIR`")
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	if len(rest) != 3 {
+		return wrongArgs(fs, stderr, "give USER, pub or sub, and SUBJECT")
+	}
+	action, ok := parseAction(fs, rest[1], stderr)
+	if !ok {
+		return exitCantRun
+	}
+	plan, ok := compileToAsk(fs.Name(), *dir, stderr)
+	if !ok {
+		return exitCantRun
+	}
+	name, subject := rest[0], rest[2]
+	u := plan.User(name)
+	if u == nil {
+		names := make([]string, len(plan.Users))
+		for i := range plan.Users {
+			names[i] = plan.Users[i].Name
+		}
+		hint := ""
+		if near := suggest.Closest(name, names); near != "" {
+			hint = fmt.Sprintf("; did you mean %s?", near)
+		}
+		fmt.Fprintf(stderr, "meshc can: the catalogue has no bus user %q%s (users are mesh-controller, node.<machine>, mod.<machine>.<module>, enrol.<machine>, person.<name>)\n", name, hint)
+		return exitCantRun
+	}
+	verb := verbOf(action)
+	if why := u.Why(action, subject); len(why) > 0 {
+		fmt.Fprintf(stdout, "yes: %s may %s %s\n", u.Name, verb, subject)
+		for _, g := range why {
+			fmt.Fprintf(stdout, "  %s: %s (grants %s)\n", rebase(*dir, g.Source), g.Because, g.Subject)
+		}
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "no: %s may not %s %s\n", u.Name, verb, subject)
+	if g, why, ok := u.Nearest(action, subject); ok {
+		fmt.Fprintf(stdout, "  nearest grant: %s: %s (grants %s)\n  it does not cover the subject: %s\n", rebase(*dir, g.Source), g.Because, g.Subject, why)
+	} else {
+		fmt.Fprintf(stdout, "  %s may %s nothing at all: its permission is deny >\n", u.Name, verb)
+	}
+	if action == compiler.Publish && len(u.Grants.Responses) > 0 {
+		fmt.Fprintf(stdout, "  (it may still answer a request it received on a tool it serves, once, at the request's reply subject: allow_responses)\n")
+	}
+	return exitFailed
+}
+
+func runWhoCan(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("who-can", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), whoCanHelp) }
+	dir := fs.String("dir", ".", "the catalogue's `DIR`")
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	if len(rest) != 2 {
+		return wrongArgs(fs, stderr, "give pub or sub, and SUBJECT")
+	}
+	action, ok := parseAction(fs, rest[0], stderr)
+	if !ok {
+		return exitCantRun
+	}
+	plan, ok := compileToAsk(fs.Name(), *dir, stderr)
+	if !ok {
+		return exitCantRun
+	}
+	subject := rest[1]
+	var b strings.Builder
+	n := 0
+	for i := range plan.Users {
+		u := &plan.Users[i]
+		why := u.Why(action, subject)
+		if len(why) == 0 {
+			continue
+		}
+		n++
+		fmt.Fprintf(&b, "%s\n", u.Name)
+		for _, g := range why {
+			fmt.Fprintf(&b, "  %s: %s (grants %s)\n", rebase(*dir, g.Source), g.Because, g.Subject)
+		}
+	}
+	if n == 0 {
+		fmt.Fprintf(stdout, "nobody may %s %s\n", verbOf(action), subject)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "%d users may %s %s:\n%s", n, verbOf(action), subject, b.String())
+	return exitOK
+}
+
+func parseAction(fs *flag.FlagSet, s string, stderr io.Writer) (compiler.Action, bool) {
+	switch s {
+	case "pub", "publish":
+		return compiler.Publish, true
+	case "sub", "subscribe":
+		return compiler.Subscribe, true
+	}
+	wrongArgs(fs, stderr, fmt.Sprintf("%q is neither pub nor sub", s))
+	return "", false
+}
+
+func verbOf(a compiler.Action) string {
+	if a == compiler.Subscribe {
+		return "subscribe"
+	}
+	return "publish"
+}
+
+// compileToAsk compiles the catalogue a question is about. A catalogue with errors cannot
+// answer (the derivation would be partial), and that is exit 2 here: 1 means "no".
+func compileToAsk(cmd, dir string, stderr io.Writer) (*compiler.Plan, bool) {
+	plan, _ := compileCatalogue(cmd, dir, stderr)
+	return plan, plan != nil
+}
+
+// wrongArgs reports arguments that do not fit, the way a bad flag is reported.
+func wrongArgs(fs *flag.FlagSet, stderr io.Writer, what string) int {
+	fmt.Fprintf(stderr, "meshc %s: %s\n\n", fs.Name(), what)
+	fs.SetOutput(stderr)
+	fs.Usage()
+	return exitCantRun
+}

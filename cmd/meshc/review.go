@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"meshc/apply"
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/lint"
+)
+
+// The part of `plan --against` that is not streams and consumers: who may now do what, and
+// what the change breaks. Rendered after apply's own rendering of the change set, in the same
+// format.
+
+func userSummary(ucs []compiler.UserChange) string {
+	added, removed, changed, widening := 0, 0, 0, 0
+	for _, uc := range ucs {
+		switch {
+		case uc.Added:
+			added++
+		case uc.Removed:
+			removed++
+		default:
+			changed++
+		}
+		if slices.ContainsFunc(uc.Gained, func(g compiler.GrantChange) bool { return len(g.Widening) > 0 }) {
+			widening++
+		}
+	}
+	return fmt.Sprintf("%d users added, %d removed, %d with changed permissions, %d widened", added, removed, changed, widening)
+}
+
+func breakSummary(bs []lint.Break) string {
+	approved := 0
+	for _, b := range bs {
+		if b.Approval != nil {
+			approved++
+		}
+	}
+	return fmt.Sprintf("%d breaking changes, %d of them approved", len(bs), approved)
+}
+
+func userMark(uc compiler.UserChange) string {
+	switch {
+	case uc.Added:
+		return "+"
+	case uc.Removed:
+		return "-"
+	}
+	return "~"
+}
+
+func userNote(uc compiler.UserChange) string {
+	switch {
+	case uc.Added:
+		return fmt.Sprintf(" (%s, new)", uc.Kind)
+	case uc.Removed:
+		return fmt.Sprintf(" (%s, removed)", uc.Kind)
+	}
+	return fmt.Sprintf(" (%s)", uc.Kind)
+}
+
+// declared is a grant change's declarations, "file:line:col what; …".
+func declared(g compiler.GrantChange) string {
+	var out []string
+	for _, x := range g.Because {
+		out = append(out, x.Source.String()+" "+x.Because)
+	}
+	return strings.Join(out, "; ")
+}
+
+func renderReviewText(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", userSummary(ucs))
+	for _, uc := range ucs {
+		fmt.Fprintf(&b, "\n%3s user %s%s\n", userMark(uc), uc.User, userNote(uc))
+		for _, side := range []struct {
+			mark string
+			gs   []compiler.GrantChange
+		}{{"+", uc.Gained}, {"-", uc.Lost}} {
+			for _, g := range side.gs {
+				fmt.Fprintf(&b, "      %s %s %s   (%s)\n", side.mark, g.Action, g.Subject, declared(g))
+				if len(g.Widening) > 0 {
+					fmt.Fprintf(&b, "        widens: %s\n", strings.Join(g.Widening, ", "))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nWhat this change breaks: %s.\n", breakSummary(bs))
+	if len(bs) > 0 {
+		b.WriteString("\n")
+	}
+	for _, x := range lint.BreakFindings(bs) {
+		fmt.Fprintf(&b, "  %s\n", x)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n### Users and permissions\n\n**%s**\n", userSummary(ucs))
+	if len(ucs) > 0 {
+		b.WriteString("\n| | user | may | subject | declared by |\n| --- | --- | --- | --- | --- |\n")
+		for _, uc := range ucs {
+			for _, side := range []struct {
+				mark string
+				gs   []compiler.GrantChange
+			}{{"+", uc.Gained}, {"−", uc.Lost}} {
+				for _, g := range side.gs {
+					subject := "`" + mdCode(g.Subject) + "`"
+					if len(g.Widening) > 0 {
+						subject += " **widens: " + mdText(strings.Join(g.Widening, ", ")) + "**"
+					}
+					var decl []string
+					for _, x := range g.Because {
+						decl = append(decl, "`"+mdCode(x.Source.String())+"` "+mdText(x.Because))
+					}
+					fmt.Fprintf(&b, "| `%s` | `%s`%s | %s %s | %s | %s |\n", userMark(uc), mdCode(uc.User), mdText(userNote(uc)),
+						side.mark, g.Action, subject, strings.Join(decl, "<br>"))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\n### What this change breaks\n\n**%s**\n", breakSummary(bs))
+	if len(bs) > 0 {
+		b.WriteString("\n| rule | severity | where | what | approved |\n| --- | --- | --- | --- | --- |\n")
+		for _, x := range bs {
+			sev, approved := x.Severity.String(), ""
+			if x.Approval != nil {
+				sev = "info"
+				approved = fmt.Sprintf("`%s`: %s", mdCode(x.Approval.Pos.String()), mdText(x.Approval.Reason.Value))
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", x.Rule, sev, mdCode(x.Pos.String()), mdText(x.Message), approved)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdText keeps text from breaking the table cell it sits in.
+func mdText(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// mdCode is a value for inside backticks: a backtick cannot be escaped there.
+func mdCode(s string) string { return strings.ReplaceAll(mdText(s), "`", "'") }
+
+// jsonBreak is one break in plan's JSON.
+type jsonBreak struct {
+	Rule     string              `json:"rule"`
+	Severity catalogue.Severity  `json:"severity"`
+	Pos      catalogue.Pos       `json:"pos"`
+	On       string              `json:"on"`
+	Message  string              `json:"message"`
+	Related  []catalogue.Related `json:"related,omitempty"`
+	Approved *jsonApproval       `json:"approved,omitempty"`
+}
+
+type jsonApproval struct {
+	Pos    catalogue.Pos `json:"pos"`
+	Reason string        `json:"reason"`
+}
+
+// renderReviewJSON writes apply's JSON document with two keys added, "users" and "breaks" (the
+// shape only ever gains fields): apply's keys first in its own order, then these.
+func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, bs []lint.Break) error {
+	var doc bytes.Buffer
+	if err := apply.Render(&doc, cs, apply.FormatJSON); err != nil {
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc.Bytes(), &fields); err != nil {
+		return err
+	}
+	if ucs == nil {
+		ucs = []compiler.UserChange{}
+	}
+	for i := range ucs {
+		if ucs[i].Gained == nil {
+			ucs[i].Gained = []compiler.GrantChange{}
+		}
+		if ucs[i].Lost == nil {
+			ucs[i].Lost = []compiler.GrantChange{}
+		}
+	}
+	jb := []jsonBreak{}
+	for _, x := range bs {
+		j := jsonBreak{Rule: x.Rule, Severity: x.Severity, Pos: x.Pos, On: x.On, Message: x.Message, Related: x.Related}
+		if x.Approval != nil {
+			j.Severity = catalogue.Info
+			j.Approved = &jsonApproval{Pos: x.Approval.Pos, Reason: x.Approval.Reason.Value}
+		}
+		jb = append(jb, j)
+	}
+	var err error
+	if fields["users"], err = marshal(ucs); err != nil {
+		return err
+	}
+	if fields["breaks"], err = marshal(jb); err != nil {
+		return err
+	}
+	order := []string{"version", "summary", "changes", "notes", "not_managed"}
+	for k := range fields {
+		if !slices.Contains(order, k) && k != "users" && k != "breaks" {
+			order = append(order, k)
+		}
+	}
+	slices.Sort(order[5:])
+	order = append(order, "users", "breaks")
+	var out bytes.Buffer
+	out.WriteString("{")
+	first := true
+	for _, k := range order {
+		v, ok := fields[k]
+		if !ok {
+			continue
+		}
+		if !first {
+			out.WriteString(",")
+		}
+		first = false
+		key, _ := json.Marshal(k)
+		out.Write(key)
+		out.WriteString(":")
+		out.Write(v)
+	}
+	out.WriteString("}")
+	var compact, indented bytes.Buffer
+	if err := json.Compact(&compact, out.Bytes()); err != nil {
+		return err
+	}
+	if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
+		return err
+	}
+	indented.WriteString("\n")
+	_, err = w.Write(indented.Bytes())
+	return err
+}
+
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// Subjects hold `>`: written as themselves.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(b.Bytes()), nil
+}

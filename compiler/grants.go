@@ -1,0 +1,147 @@
+package compiler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"meshc/catalogue"
+)
+
+// Grant is one subject a user may publish or subscribe to, with the declaration that grants it:
+// what `meshc can` cites, and what a review of a change names when a user gains or loses it.
+type Grant struct {
+	Subject string `json:"subject"`
+	// Source is the declaration: the `emits` entry, the `calls` entry, the machine's `runs`.
+	Source catalogue.Pos `json:"source"`
+	// Because says in words what the declaration is ("emits built", "calls catalog.lookup").
+	Because string `json:"because"`
+}
+
+// Grants are a user's grants one by one, as declared: a subject two declarations grant appears
+// twice, and one a wider grant covers still appears, so every reason is kept. The user's
+// Publish and Subscribe permissions are these subjects minimised; nothing here is emitted.
+type Grants struct {
+	Publish   []Grant `json:"publish,omitempty"`
+	Subscribe []Grant `json:"subscribe,omitempty"`
+	// Responses are the tools whose requests the user answers: why it has allow_responses.
+	Responses []Grant `json:"responses,omitempty"`
+}
+
+// granted collects a user's grants while the compiler derives them.
+type granted []Grant
+
+func (g *granted) add(source catalogue.Pos, because string, subjects ...string) {
+	for _, s := range subjects {
+		*g = append(*g, Grant{Subject: s, Source: source, Because: because})
+	}
+}
+
+// subjects are the granted subjects, for the permission the server is given.
+func (g granted) subjects() []string {
+	out := make([]string, len(g))
+	for i, x := range g {
+		out[i] = x.Subject
+	}
+	return out
+}
+
+// Action is what a user may do with a subject.
+type Action string
+
+const (
+	Publish   Action = "pub"
+	Subscribe Action = "sub"
+)
+
+// Why returns the grants by which the user may take the action on the subject, in declaration
+// order; none when it may not. A grant covers a subject when its wildcards match the whole
+// subject, or, for a wildcard subject asked about (`mesh.mod.*.tool.*`), when it covers every
+// subject that wildcard matches.
+func (u *User) Why(a Action, subject string) []Grant {
+	var out []Grant
+	for _, g := range u.grants(a) {
+		if Covers(g.Subject, subject) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// GrantList is the user's grants for an action.
+func (u *User) GrantList(a Action) []Grant { return u.grants(a) }
+
+func (u *User) grants(a Action) []Grant {
+	if a == Subscribe {
+		return u.Grants.Subscribe
+	}
+	return u.Grants.Publish
+}
+
+// sortedGrants orders grants by subject, then source, for output that reads the same every run.
+func sortedGrants(gs []Grant) []Grant {
+	out := slices.Clone(gs)
+	slices.SortStableFunc(out, func(a, b Grant) int {
+		if a.Subject != b.Subject {
+			if a.Subject < b.Subject {
+				return -1
+			}
+			return 1
+		}
+		return a.Source.Compare(b.Source)
+	})
+	return out
+}
+
+// Nearest is, for a subject the user may not use, the grant that comes closest — the one
+// whose tokens agree with the subject's for longest — and why it does not cover the subject.
+// ok is false when the user has no grant for the action at all.
+func (u *User) Nearest(a Action, subject string) (g Grant, why string, ok bool) {
+	best := -1
+	st := strings.Split(subject, ".")
+	for _, x := range u.grants(a) {
+		n := agreeing(strings.Split(x.Subject, "."), st)
+		if n > best {
+			best, g = n, x
+		}
+	}
+	if best < 0 {
+		return Grant{}, "", false
+	}
+	if best == 0 {
+		return g, fmt.Sprintf("no grant of %s starts with %s, so none comes close", u.Name, st[0]), true
+	}
+	return g, notCovered(g.Subject, subject), true
+}
+
+// agreeing counts the leading tokens a grant matches.
+func agreeing(grant, subject []string) int {
+	n := 0
+	for i, t := range grant {
+		if i >= len(subject) || (t != "*" && t != ">" && t != subject[i]) {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// notCovered says in words why a grant does not cover a subject.
+func notCovered(grant, subject string) string {
+	g, s := strings.Split(grant, "."), strings.Split(subject, ".")
+	for i, t := range g {
+		switch {
+		case t == ">" && i >= len(s):
+			return fmt.Sprintf("%s needs at least one token after %s", grant, strings.Join(s, "."))
+		case t == ">":
+			return fmt.Sprintf("%s is wider than %s covers", subject, grant)
+		case i >= len(s):
+			return fmt.Sprintf("%s is shorter than %s: it ends before %q", subject, grant, t)
+		case s[i] == ">" || (s[i] == "*" && t != "*"):
+			return fmt.Sprintf("token %d of %s is the wildcard %q, wider than %q in %s", i+1, subject, s[i], t, grant)
+		case t != "*" && t != s[i]:
+			return fmt.Sprintf("token %d is %q in %s but %q in the grant %s", i+1, s[i], subject, t, grant)
+		}
+	}
+	return fmt.Sprintf("%s is longer than %s, which has no final > to cover the tokens after %s", subject, grant, strings.Join(s[:len(g)], "."))
+}

@@ -1,0 +1,163 @@
+package compiler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// UserChange is what a change does to one bus user: added, removed, or its grants gained and
+// lost. It compares what the users may do, not how the grants are written: a grant a wider one
+// already covered is no gain, and one the new side still covers is no loss.
+type UserChange struct {
+	User string   `json:"user"`
+	Kind UserKind `json:"kind"`
+	// Added: the user is new; Removed: it is gone. Neither: its grants changed.
+	Added   bool `json:"added,omitempty"`
+	Removed bool `json:"removed,omitempty"`
+	// Gained and Lost are per action: pub, sub, and responses (allow_responses).
+	Gained []GrantChange `json:"gained"`
+	Lost   []GrantChange `json:"lost"`
+}
+
+// GrantChange is one subject gained or lost, with the declarations that grant it (the new side's
+// for a gain, the old side's for a loss) and, for a gain, why it widens the mesh.
+type GrantChange struct {
+	Action  string  `json:"action"`
+	Subject string  `json:"subject"`
+	Because []Grant `json:"because"`
+	// Widening names what makes a gain worth a reviewer's second look: "a wildcard", "a new
+	// person", "module catalog's subject".
+	Widening []string `json:"widening,omitempty"`
+}
+
+// Responses is the action of allow_responses in a review: answering requests received.
+const Responses = "responses"
+
+// CompareUsers lists, in the head plan's user order then the base's removed users, every user a
+// change from base to head adds, removes or changes the grants of.
+func CompareUsers(base, head *Plan) []UserChange {
+	// By name, once: a mesh of thousands of modules has tens of thousands of users.
+	baseUsers, headUsers := usersByName(base), usersByName(head)
+	var out []UserChange
+	for i := range head.Users {
+		h := &head.Users[i]
+		b := baseUsers[h.Name]
+		uc := UserChange{User: h.Name, Kind: h.Kind, Added: b == nil}
+		if b == nil {
+			b = &User{Name: h.Name}
+		}
+		uc.Gained, uc.Lost = grantDelta(b, h, uc.Added)
+		if uc.Added || len(uc.Gained)+len(uc.Lost) > 0 {
+			out = append(out, uc)
+		}
+	}
+	for i := range base.Users {
+		b := &base.Users[i]
+		if headUsers[b.Name] != nil {
+			continue
+		}
+		uc := UserChange{User: b.Name, Kind: b.Kind, Removed: true}
+		_, uc.Lost = grantDelta(b, &User{Name: b.Name}, false)
+		out = append(out, uc)
+	}
+	return out
+}
+
+func usersByName(p *Plan) map[string]*User {
+	out := make(map[string]*User, len(p.Users))
+	for i := range p.Users {
+		if _, dup := out[p.Users[i].Name]; !dup {
+			out[p.Users[i].Name] = &p.Users[i]
+		}
+	}
+	return out
+}
+
+// grantDelta is what head may do that base may not, and the reverse.
+func grantDelta(base, head *User, added bool) (gained, lost []GrantChange) {
+	for _, a := range []Action{Publish, Subscribe} {
+		bs, hs := base.Allowed(a), head.Allowed(a)
+		for _, s := range hs {
+			if !coveredByAny(bs, s) {
+				gained = append(gained, GrantChange{Action: string(a), Subject: s, Because: exactFirst(head.Why(a, s), s),
+					Widening: widening(head, s, added)})
+			}
+		}
+		for _, s := range bs {
+			if !coveredByAny(hs, s) {
+				lost = append(lost, GrantChange{Action: string(a), Subject: s, Because: exactFirst(base.Why(a, s), s)})
+			}
+		}
+	}
+	// allow_responses is one flag on the server; what it is for is the tools answered.
+	for _, g := range head.Grants.Responses {
+		if !slices.ContainsFunc(base.Grants.Responses, func(x Grant) bool { return x.Subject == g.Subject }) {
+			gained = append(gained, GrantChange{Action: Responses, Subject: g.Subject, Because: []Grant{g}})
+		}
+	}
+	for _, g := range base.Grants.Responses {
+		if !slices.ContainsFunc(head.Grants.Responses, func(x Grant) bool { return x.Subject == g.Subject }) {
+			lost = append(lost, GrantChange{Action: Responses, Subject: g.Subject, Because: []Grant{g}})
+		}
+	}
+	return gained, lost
+}
+
+// Allowed is what the user may do with an action, as subjects: the permission's allow list
+// ("deny >" allows nothing).
+func (u *User) Allowed(a Action) []string {
+	if a == Subscribe {
+		return u.Subscribe.Allow
+	}
+	return u.Publish.Allow
+}
+
+func coveredByAny(wide []string, s string) bool {
+	return slices.ContainsFunc(wide, func(w string) bool { return Covers(w, s) })
+}
+
+// exactFirst puts the grants that are the subject itself before those that cover it.
+func exactFirst(gs []Grant, subject string) []Grant {
+	slices.SortStableFunc(gs, func(a, b Grant) int {
+		return cmp.Compare(boolInt(a.Subject != subject), boolInt(b.Subject != subject))
+	})
+	return gs
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// widening says what makes a gained subject reach further than the user's own things: a
+// wildcard across names, a new person, a subject in another module's namespace. A user's own
+// inbox and the ack subjects of one consumer are wildcards over that user's own replies, not
+// across the mesh, and are not called out.
+func widening(u *User, subject string, added bool) []string {
+	var out []string
+	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
+	if added && u.Kind == KindPerson && !own {
+		out = append(out, "a new person")
+	}
+	if !own && slices.ContainsFunc(strings.Split(subject, "."), func(t string) bool { return t == "*" || t == ">" }) {
+		out = append(out, "a wildcard")
+	}
+	if m, ok := moduleOf(subject); ok && m != "*" && m != u.Module {
+		out = append(out, fmt.Sprintf("module %s's subject", m))
+	}
+	return out
+}
+
+// moduleOf is the module whose namespace a subject is in (mesh.mod.<module>.…).
+func moduleOf(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, "mesh.mod.")
+	if !ok {
+		return "", false
+	}
+	m, _, _ := strings.Cut(rest, ".")
+	return m, true
+}
