@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nats-io/nkeys"
 	"golang.org/x/crypto/bcrypt"
 
 	"meshc/compiler"
@@ -30,6 +31,11 @@ type AccountsOptions struct {
 // a quoted map key (`"A\"B"` fails to parse, NATS-FACTS §1), so a name that would need one is
 // refused rather than written.
 var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// derivedAccountName is what the account of one principal may be named: its username, dots
+// included (a quoted key holding a dot parses, NATS-FACTS §1). The mesh's own name holds no dot,
+// so no principal's account can be taken for it.
+var derivedAccountName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // serverBcrypt is the server's own test for "this password is a bcrypt hash"
 // (server/auth.go validBcryptPrefix). Anything else it compares as a plaintext password.
@@ -55,6 +61,11 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 
 	var missing []string
 	var errs []error
+	for _, a := range p.Accounts[min(1, len(p.Accounts)):] {
+		if !derivedAccountName.MatchString(a.Name) {
+			errs = append(errs, fmt.Errorf("account name %s: a derived account's name must be letters, digits, '-', '_' or '.'; the compiler should have refused its declaration", confQuote(a.Name)))
+		}
+	}
 	seen := map[string]bool{}
 	for _, u := range p.Users {
 		if u.Name == "" {
@@ -67,8 +78,13 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 			errs = append(errs, fmt.Errorf("user %s appears twice: one username belongs to one holder; rename one of its declarations", confQuote(u.Name)))
 		}
 		seen[u.Name] = true
-		if u.Hash == "" {
+		if u.Credential() == "" {
 			missing = append(missing, u.Name)
+		} else if u.NKey != "" {
+			if !nkeys.IsValidPublicUserKey(u.NKey) {
+				errs = append(errs, fmt.Errorf("user %s: the recorded key %s is not an nkey user's public key (U…); "+
+					"remove it from credentials.yaml and run `meshc mint %s`", confQuote(u.Name), confQuote(u.NKey), u.Name))
+			}
 		} else if err := checkHash(u.Hash); err != nil {
 			errs = append(errs, fmt.Errorf("user %s: the recorded hash %v; the server would compare it as a plaintext password. "+
 				"Remove it from credentials.yaml and run `meshc mint %s`", confQuote(u.Name), err, u.Name))
@@ -92,23 +108,90 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.Grow(sizeHint(p))
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
-	fmt.Fprintf(&b, "  %s {\n", confQuote(p.Account))
-	b.WriteString("    jetstream: enabled\n")
+	if len(p.Accounts) == 0 {
+		writeAccount(&b, compiler.Account{Name: p.Account, JetStream: true}, p.Users)
+	} else {
+		byAccount := map[string][]compiler.User{}
+		for _, u := range p.Users {
+			byAccount[u.Account] = append(byAccount[u.Account], u)
+		}
+		for _, a := range p.Accounts {
+			writeAccount(&b, a, byAccount[a.Name])
+		}
+	}
+	b.WriteString("}\n")
+	return b.Bytes(), nil
+}
+
+// writeAccount writes one account's block: JetStream for the mesh's own, its users, and what it
+// exports and imports (NATS-FACTS §12).
+func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
+	b.WriteString("  ")
+	writeQuoted(b, a.Name)
+	b.WriteString(" {\n")
+	if a.JetStream {
+		b.WriteString("    jetstream: enabled\n")
+	}
 	b.WriteString("    users = [\n")
-	for _, u := range p.Users {
-		if u.Hash == "" {
+	for _, u := range users {
+		if u.Credential() == "" {
 			// The name goes through confQuote even in a comment: a line break in it would
 			// otherwise end the comment and write the rest of the name as configuration.
-			fmt.Fprintf(&b, "      # left out: %s has no recorded hash; mint one with `meshc mint %s`\n",
+			fmt.Fprintf(b, "      # left out: %s has no recorded hash; mint one with `meshc mint %s`\n",
 				confQuote(u.Name), confQuote(u.Name))
 			continue
 		}
-		writeUser(&b, u)
+		writeUser(b, u)
 	}
 	b.WriteString("    ]\n")
+	if len(a.Exports) > 0 {
+		b.WriteString("    exports = [\n")
+		for _, e := range a.Exports {
+			b.WriteString("      {")
+			b.WriteString(string(e.Kind))
+			b.WriteString(": ")
+			writeQuoted(b, e.Subject)
+			if e.ResponseStream {
+				b.WriteString(", response_type: \"stream\"")
+			}
+			b.WriteString(", accounts: ")
+			writeInline(b, "        ", e.Accounts)
+			b.WriteString("}\n")
+		}
+		b.WriteString("    ]\n")
+	}
+	if len(a.Imports) > 0 {
+		b.WriteString("    imports = [\n")
+		for _, i := range a.Imports {
+			b.WriteString("      {")
+			b.WriteString(string(i.Kind))
+			b.WriteString(": {account: ")
+			writeQuoted(b, i.Account)
+			b.WriteString(", subject: ")
+			writeQuoted(b, i.Subject)
+			b.WriteString("}}\n")
+		}
+		b.WriteString("    ]\n")
+	}
 	b.WriteString("  }\n")
-	b.WriteString("}\n")
-	return b.Bytes(), nil
+}
+
+// writeInline writes a list of one on its line, and a longer one an entry a line, so a module
+// added changes one line of each export it imports from.
+func writeInline(b *bytes.Buffer, in string, list []string) {
+	if len(list) == 1 {
+		b.WriteByte('[')
+		writeQuoted(b, list[0])
+		b.WriteByte(']')
+		return
+	}
+	b.WriteString("[\n")
+	for _, s := range list {
+		b.WriteString(in)
+		writeQuoted(b, s)
+		b.WriteByte('\n')
+	}
+	b.WriteString(in[:len(in)-2] + "]")
 }
 
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
@@ -159,10 +242,18 @@ func checkPermission(user, dir string, perm compiler.Permission) error {
 // subject was most of what rendering allocated.
 func writeUser(b *bytes.Buffer, u compiler.User) {
 	const in = "        "
-	b.WriteString("      {\n" + in + "user: ")
-	writeQuoted(b, u.Name)
-	b.WriteString("\n" + in + "password: ")
-	writeQuoted(b, u.Hash)
+	if u.NKey != "" {
+		// An nkey user has no name in the file: the comment says whose key it is.
+		b.WriteString("      # ")
+		writeQuoted(b, u.Name)
+		b.WriteString("\n      {\n" + in + "nkey: ")
+		writeQuoted(b, u.NKey)
+	} else {
+		b.WriteString("      {\n" + in + "user: ")
+		writeQuoted(b, u.Name)
+		b.WriteString("\n" + in + "password: ")
+		writeQuoted(b, u.Hash)
+	}
 	b.WriteString("\n" + in + "permissions: {\n")
 	writePermission(b, in+"  ", "publish", u.Publish)
 	writePermission(b, in+"  ", "subscribe", u.Subscribe)
