@@ -42,6 +42,8 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 		t.Fatalf("%d accounts parsed, %d planned, for %d users: want the mesh's and one per user but the controller",
 			len(opts.Accounts), len(plan.Accounts), len(plan.Users))
 	}
+	golden(t, "isolated-accounts.conf.golden", out)
+	golden(t, "isolated-permissions.md.golden", Review(plan))
 	s := natstest.Start(t, opts)
 	for _, a := range plan.Accounts {
 		acc, err := s.LookupAccount(a.Name)
