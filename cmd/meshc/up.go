@@ -271,8 +271,7 @@ func proveSampleFlow(url string, plan *compiler.Plan, dev map[string]devCredenti
 		fmt.Fprintln(w, "sample flow: no module consumes another module's event by name; nothing to prove")
 		return nil
 	}
-	node, module, _ := strings.Cut(consumer.Config.Durable, "_")
-	reader := compiler.ModuleUserName(node, module)
+	reader := consumer.User
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
