@@ -358,17 +358,29 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			say("%v", err)
 			continue
 		}
+		accountsPath := filepath.Join(stateDir, "accounts.conf")
+		before, _ := os.ReadFile(accountsPath)
 		changed, err := localbus.ComposeAccounts(stateDir, plan, hashes(dev))
 		if err != nil {
 			say("%v", err)
 			continue
 		}
 		if changed {
-			if err := srv.Reload(); err != nil {
+			after, err := os.ReadFile(accountsPath)
+			if err != nil {
+				say("%v", err)
+				continue
+			}
+			twice, err := localbus.Reload(srv, before, after)
+			if err != nil {
 				say("reloading the accounts: %v", err)
 				continue
 			}
-			say("reloaded the accounts in place")
+			if twice {
+				say("reloaded the accounts in place, twice: the change added accounts, whose service imports the server wires on the second reload")
+			} else {
+				say("reloaded the accounts in place")
+			}
 		}
 		changes, err := localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)
 		if err != nil {

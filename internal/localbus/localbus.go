@@ -163,3 +163,21 @@ func Apply(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (apply.Ch
 	}
 	return changes, nil
 }
+
+// Reload makes srv load its configuration file again after the accounts file changed from before
+// to after, and again when the change added accounts: the server wires an account's service
+// imports only on the reload after the one that created it, and until then a module in a new
+// account publishes into nothing (NATS-FACTS §12). It reports whether it reloaded twice.
+func Reload(srv *server.Server, before, after []byte) (bool, error) {
+	added, err := emit.AccountsAdded(before, after)
+	if err != nil {
+		return false, err
+	}
+	if err := srv.Reload(); err != nil {
+		return false, err
+	}
+	if len(added) == 0 {
+		return false, nil
+	}
+	return true, srv.Reload()
+}
