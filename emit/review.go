@@ -38,7 +38,7 @@ func Review(p *compiler.Plan) []byte {
 			b.WriteString(subject)
 			b.WriteString(" |\n")
 		}
-		if u.Hash == "" {
+		if u.Credential() == "" {
 			row("**no recorded hash**", "not in accounts.conf until `meshc mint "+cell(u.Name)+"`")
 		}
 		for _, s := range u.Publish.Allow {

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"github.com/nats-io/nkeys"
 	"golang.org/x/crypto/bcrypt"
 
 	"meshc/catalogue"
@@ -127,6 +128,14 @@ func (l *linter) checkCredentials() {
 	}
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
+		if l.ix.Catalogue.Mesh.NKeys() {
+			// auth: nkey records public keys; a seed here would be the secret itself.
+			if !nkeys.IsValidPublicUserKey(h.Value) {
+				l.report("credential-invalid", h.Pos, "the value recorded for %s is not an nkey user's public key (U…), and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): remove it and run `meshc mint %s`",
+					u.Value, u.Value)
+			}
+			continue
+		}
 		if _, err := bcrypt.Cost([]byte(h.Value)); err != nil {
 			l.report("credential-invalid", h.Pos, "the value recorded for %s is not a bcrypt hash, and credentials.yaml keeps only hashes (a plaintext here is a secret in git): remove it and run `meshc mint %s`",
 				u.Value, u.Value)

@@ -33,6 +33,9 @@ func ComposeAccounts(stateDir string, plan *compiler.Plan, hashes map[string]str
 	local.Users = slices.Clone(plan.Users)
 	for i := range local.Users {
 		local.Users[i].Hash = hashes[local.Users[i].Name]
+		// A local bus runs on development passwords whatever auth the mesh uses: the nkey
+		// seeds are their holders', and never on this machine.
+		local.Users[i].NKey = ""
 	}
 	data, err := emit.Accounts(&local, emit.AccountsOptions{})
 	if err != nil {
