@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nats-io/nkeys"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
@@ -47,6 +48,21 @@ func MintPassword() (password, hash string, err error) {
 		return "", "", err
 	}
 	return password, string(h), nil
+}
+
+// MintNKey returns a new nkey user's seed (the secret its holder signs with) and public key
+// (what the server checks, and what credentials.yaml records).
+func MintNKey() (seed, public string, err error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", "", err
+	}
+	s, err := kp.Seed()
+	if err != nil {
+		return "", "", err
+	}
+	public, err = kp.PublicKey()
+	return string(s), public, err
 }
 
 // RecordHashes records bcrypt hashes in dir's credentials.yaml: EditCredentials, Record, done.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rogpeppe/go-internal/txtar"
+
 	"meshc/catalogue"
 	"meshc/internal/synth"
 	"meshc/internal/testcat"
@@ -347,5 +349,41 @@ func TestDurationsTakeTheNATSCLIsUnits(t *testing.T) {
 	c, findings, err := catalogue.Load(dir)
 	if err != nil || len(findings) != 0 || c.Mesh.Streams.Events.MaxAge != 7*day {
 		t.Fatalf("max-age: 7d: %v %v", findings, err)
+	}
+}
+
+// isolation and auth take one of their words; anything else is a finding naming the words, and
+// leaving them out means the shared account and passwords.
+func TestIsolationAndAuthTakeTheirWords(t *testing.T) {
+	load := func(mesh string) (*catalogue.Catalogue, catalogue.Findings) {
+		c, findings, err := catalogue.Load(testcat.Write(t, &txtar.Archive{Files: []txtar.File{
+			{Name: "mesh.yaml", Data: []byte("name: m\n" + mesh)},
+			{Name: "modules/a.yaml", Data: []byte("module: a\n")},
+		}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, findings
+	}
+	c, findings := load("isolation: account-per-module\nauth: nkey\n")
+	if len(findings) != 0 || !c.Mesh.PerModule() || !c.Mesh.NKeys() {
+		t.Fatalf("per-module nkey mesh: per-module %v, nkeys %v, findings %v", c.Mesh.PerModule(), c.Mesh.NKeys(), findings)
+	}
+	c, findings = load("")
+	if len(findings) != 0 || c.Mesh.PerModule() || c.Mesh.NKeys() {
+		t.Fatalf("a mesh saying nothing: per-module %v, nkeys %v, findings %v", c.Mesh.PerModule(), c.Mesh.NKeys(), findings)
+	}
+	_, findings = load("isolation: per-module\nauth: token\n")
+	want := []string{
+		`mesh.yaml:2:12: error: yaml: isolation must be shared-account or account-per-module, not "per-module"`,
+		`mesh.yaml:3:7: error: yaml: auth must be password or nkey, not "token"`,
+	}
+	if len(findings) != len(want) {
+		t.Fatalf("got %v, want %v", findings, want)
+	}
+	for i, f := range findings {
+		if f.String() != want[i] {
+			t.Errorf("got %s, want %s", f, want[i])
+		}
 	}
 }

@@ -45,6 +45,10 @@ type Mesh struct {
 	Aliases     []Alias
 	SharedNames []Text
 	Streams     Streams
+	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationShared.
+	Isolation Text
+	// Auth is AuthPassword or AuthNKey; empty means AuthPassword.
+	Auth Text
 	// Approvals are breaks a change makes on purpose, each with its reason: kept in the
 	// repository, so the approval is reviewed with the change and stays in its history.
 	Approvals []Approval
@@ -59,6 +63,24 @@ type Approval struct {
 	On     Text
 	Reason Text
 }
+
+// The values of mesh.yaml's isolation and auth.
+const (
+	// IsolationShared puts every bus user in the mesh's one account.
+	IsolationShared = "shared-account"
+	// IsolationPerModule gives every principal but the controller an account of its own.
+	IsolationPerModule = "account-per-module"
+	// AuthPassword: each user connects with a name and a password, recorded as a bcrypt hash.
+	AuthPassword = "password"
+	// AuthNKey: each user connects by signing with an nkey seed, recorded as its public key.
+	AuthNKey = "nkey"
+)
+
+// PerModule reports whether the mesh gives every principal an account of its own.
+func (m *Mesh) PerModule() bool { return m.Isolation.Value == IsolationPerModule }
+
+// NKeys reports whether the mesh's users connect with nkeys.
+func (m *Mesh) NKeys() bool { return m.Auth.Value == AuthNKey }
 
 // Controller is the control plane's own side of the mesh: it files no manifest, so which roles
 // it submits work to and which events it follows have to be stated.

@@ -1,6 +1,8 @@
 package catalogue
 
 import (
+	"strings"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -136,6 +138,10 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 				m.Approvals = append(m.Approvals, a)
 			})
 		},
+		"isolation": func(_, v *yaml.Node) {
+			m.Isolation = d.oneOf(v, "isolation", IsolationShared, IsolationPerModule)
+		},
+		"auth": func(_, v *yaml.Node) { m.Auth = d.oneOf(v, "auth", AuthPassword, AuthNKey) },
 		"streams": func(_, v *yaml.Node) {
 			d.mapping(v, "streams", map[string]field{
 				"events":  func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.events", &m.Streams.Events) },
@@ -148,6 +154,21 @@ func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
 	if seen["name"] == nil && d.resolve(doc).Kind == yaml.MappingNode {
 		d.failFile("mesh.yaml names no mesh: add `name: <mesh>`; it becomes the NATS account its users live in")
 	}
+}
+
+// oneOf decodes a string that must be one of a few words; anything else is refused naming them.
+func (d *decoder) oneOf(n *yaml.Node, what string, words ...string) Text {
+	t, ok := d.text(n, what)
+	if !ok {
+		return Text{}
+	}
+	for _, w := range words {
+		if t.Value == w {
+			return t
+		}
+	}
+	d.fail(n, "%s must be %s, not %q", what, strings.Join(words, " or "), t.Value)
+	return Text{}
 }
 
 func (d *decoder) streamSettings(key, n *yaml.Node, what string, s *StreamSettings) {

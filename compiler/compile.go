@@ -42,7 +42,8 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix, plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value}, users: map[string]catalogue.Pos{}}
+	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
+		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys()}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
 	users, consumers := 1, 3+len(ix.Seats)
@@ -62,6 +63,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.streams()
 	c.consumers()
 	c.credentials()
+	c.isolate()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.plan.Mark()
@@ -96,7 +98,13 @@ func (c *compilation) addUser(u User) {
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
 	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
-	u.Hash, _ = c.ix.Catalogue.Credentials.Hash(u.Name)
+	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
+	// user's public key.
+	if recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); c.plan.NKeys {
+		u.NKey = recorded
+	} else {
+		u.Hash = recorded
+	}
 	c.plan.Users = append(c.plan.Users, u)
 }
 
@@ -116,18 +124,11 @@ func permission(allow []string) Permission {
 // times out instead of reporting a permission error), and both forms of ack subject — the newer
 // `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (NATS-FACTS §6).
 func consumerGrants(stream, consumer string) []string {
-	return []string{
-		"$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer,
-		"$JS.API.CONSUMER.INFO." + stream + "." + consumer,
-		ackGrant(stream, consumer),
-		"$JS.ACK.*.*." + stream + "." + consumer + ".>",
-	}
+	return append([]string{PullNext(stream, consumer), ConsumerInfo(stream, consumer)}, ackGrants(stream, consumer)...)
 }
 
-func ackGrant(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
-
 func ackGrants(stream, consumer string) []string {
-	return []string{ackGrant(stream, consumer), "$JS.ACK.*.*." + stream + "." + consumer + ".>"}
+	return []string{Ack(stream, consumer), AckV2(stream, consumer)}
 }
 
 // controller derives the control plane's user. It owns the JetStream API (it is the only writer
@@ -146,7 +147,7 @@ func (c *compilation) controller() {
 		// a stream captures gets the stream's PubAck as its reply, so the transport's reply
 		// subject cannot carry the answer (NATS-FACTS §10). Nothing but an enrolling machine
 		// subscribes under this prefix, each to its own.
-		"_INBOX.enrol.*.>",
+		EnrolmentAnswers("*"),
 		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
 		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).
 		ApplyBucketSubjects(),
@@ -201,7 +202,7 @@ func (c *compilation) machines() {
 		name := n.Name.Value
 		var pub, sub granted
 		pub.add(n.Name.Pos, "machine "+name+" reports and beats", Report(name), Heartbeat(name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", "$JS.API.CONSUMER.INFO."+NodesStream+"."+name)
+		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", ConsumerInfo(NodesStream, name))
 		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", ackGrants(NodesStream, name)...)
 		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", DeliverNodes(name))
 		sub.add(n.Name.Pos, "its own inbox", Inbox(NodeUser(name)))
@@ -329,7 +330,7 @@ func (c *compilation) credentials() {
 		return
 	}
 	for _, u := range c.plan.Users {
-		if u.Hash == "" {
+		if u.Credential() == "" {
 			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name))
 		}
 	}
@@ -403,13 +404,13 @@ func orPos(p, def catalogue.Pos) catalogue.Pos {
 func (c *compilation) consumers() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams
-	add := func(stream string, cfg jetstream.ConsumerConfig, source catalogue.Pos) {
+	add := func(stream, user string, cfg jetstream.ConsumerConfig, source catalogue.Pos) {
 		cfg.Name = cfg.Durable
 		cfg.AckPolicy = jetstream.AckExplicitPolicy
 		// The controller's window, a holder's own handling or a machine's apply decides when a
 		// message is given up on; a server that dead-lettered first would discard it.
 		cfg.MaxDeliver = -1
-		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source})
+		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source, User: user})
 	}
 
 	if inv := c.ix.Catalogue.Inventory; inv != nil {
@@ -420,7 +421,7 @@ func (c *compilation) consumers() {
 				continue
 			}
 			seen[node] = true
-			add(NodesStream, withFilters(jetstream.ConsumerConfig{
+			add(NodesStream, NodeUser(node), withFilters(jetstream.ConsumerConfig{
 				Durable:        node,
 				DeliverSubject: DeliverNodes(node),
 				AckWait:        NodeAckWait,
@@ -436,7 +437,7 @@ func (c *compilation) consumers() {
 				for _, consumed := range m.Consumes {
 					filters = append(filters, Consume(c.ix, consumed.Value).Subjects...)
 				}
-				add(EventsStream, withFilters(jetstream.ConsumerConfig{
+				add(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
 					Durable: ModuleConsumer(node, m.Name.Value),
 					AckWait: s.Events.AckWait,
 				}, filters...), r.Pos)
@@ -444,15 +445,15 @@ func (c *compilation) consumers() {
 		}
 	}
 	if follows := c.follows(); len(follows) > 0 {
-		add(EventsStream, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
+		add(EventsStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
 			mesh.Controller.Follows[0].Pos)
 	}
 	meshPos := catalogue.Pos{File: mesh.File}
-	add(ControlStream, withFilters(jetstream.ConsumerConfig{Durable: ReportsConsumer, AckWait: s.Control.AckWait}, Report("*")), meshPos)
-	add(ControlStream, withFilters(jetstream.ConsumerConfig{Durable: EnrolmentsConsumer, AckWait: s.Control.AckWait}, Enrolment("*")), meshPos)
+	add(ControlStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ReportsConsumer, AckWait: s.Control.AckWait}, Report("*")), meshPos)
+	add(ControlStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: EnrolmentsConsumer, AckWait: s.Control.AckWait}, Enrolment("*")), meshPos)
 	for _, seat := range c.ix.AllSeats() {
 		if len(seat.Accepts) > 0 {
-			add(SeatStream(seat.Name.Value), withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
+			add(SeatStream(seat.Name.Value), "", withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
 				SeatWork(seat.Name.Value)), seat.Name.Pos)
 		}
 	}

@@ -20,6 +20,12 @@ type Plan struct {
 	Streams []Stream
 	// Consumers sorted by stream, then name.
 	Consumers []Consumer
+	// Accounts is empty when every user lives in Account (isolation: shared-account). With
+	// isolation: account-per-module it holds Account first (JetStream, the controller, and what
+	// it exports), then one account per other user, in the order of Users.
+	Accounts []Account
+	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
+	NKeys bool
 }
 
 // User returns the plan's user of that name, or nil.
@@ -95,7 +101,8 @@ type User struct {
 	Subscribe Permission
 	// AllowResponses is one reply to a request actually received; only tool servers get it.
 	AllowResponses bool
-	// Hash is the recorded bcrypt hash, or "" when credentials.yaml has none for this user.
+	// Hash is the recorded bcrypt hash, or "" when credentials.yaml has none for this user (or
+	// the mesh uses nkeys).
 	Hash string
 	// Module is the module a module user runs ("" for every other kind), so nothing parses it
 	// back out of the username.
@@ -103,6 +110,19 @@ type User struct {
 	// Grants are Publish, Subscribe and AllowResponses one declaration at a time, each with
 	// where it was declared: for explaining a permission, never emitted.
 	Grants Grants
+	// NKey is the recorded nkey public key when the mesh uses nkeys, or "".
+	NKey string
+	// Account is the account the user lives in: the plan's Account, or its own.
+	Account string
+}
+
+// Credential is what the server checks the user by: its recorded hash or public key, "" when
+// none is recorded.
+func (u *User) Credential() string {
+	if u.NKey != "" {
+		return u.NKey
+	}
+	return u.Hash
 }
 
 // Permission is an allow and a deny list of subjects, each sorted and without duplicates.
@@ -124,4 +144,7 @@ type Consumer struct {
 	Stream string
 	Config jetstream.ConsumerConfig
 	Source catalogue.Pos
+	// User is the one user that pulls or receives it, "" for a seat's holder consumer, which
+	// whoever holds the seat shares.
+	User string
 }

@@ -51,6 +51,40 @@ func InboxPrefix(user string) string { return "_INBOX." + user }
 // DeliverNodes is where a machine's declaration consumer pushes to.
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }
 
+// EnrolmentAnswers is where the controller answers an enrolling machine: the enrolment user's own
+// inbox, whose address the request carries in its payload (NATS-FACTS §10).
+func EnrolmentAnswers(node string) string { return Inbox(EnrolmentUser(node)) }
+
+// The JetStream API and ack subjects a consumer's user needs (NATS-FACTS §6).
+
+// PullNext is the request that pulls the next messages of a pull consumer.
+func PullNext(stream, consumer string) string {
+	return "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer
+}
+
+// ConsumerInfo is the request that reads a consumer: nats.go's jetstream client makes it before
+// it consumes.
+func ConsumerInfo(stream, consumer string) string {
+	return "$JS.API.CONSUMER.INFO." + stream + "." + consumer
+}
+
+// Ack is every ack of one consumer's deliveries, in the form servers send today.
+func Ack(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
+
+// AckV2 is the same in the form a server with js_ack_fc_v2 sends,
+// `$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.…`.
+func AckV2(stream, consumer string) string {
+	return "$JS.ACK.*.*." + stream + "." + consumer + ".>"
+}
+
+// AllAcks is every ack subject of every consumer, in both forms.
+const AllAcks = "$JS.ACK.>"
+
+// JetStreamInfo is the JetStream API's account-info request. An account without JetStream must
+// import it from the account that has it, or the server answers every request of its users
+// twice (NATS-FACTS §12).
+const JetStreamInfo = "$JS.API.INFO"
+
 // The mesh's own streams.
 const (
 	EventsStream  = "EVENTS"

@@ -29,9 +29,21 @@ import (
 // request that merely timed out: a timeout with no violation means the request was allowed and
 // nobody answered (NATS-FACTS §10). A grant is proven by the thing working and the connection
 // having seen no violation at all.
+//
+// It runs in both isolations: the grants and refusals are the users' own and stay inside every
+// account, so an account per principal changes none of them (NATS-FACTS §12).
 func TestPermissionsOnARealServer(t *testing.T) {
-	b := startBus(t, "testdata/proof.txtar", "")
+	for _, isolation := range isolations {
+		t.Run(isolation, func(t *testing.T) {
+			proveGrantsAndRefusals(t, startBus(t, "testdata/proof.txtar", "", isolation))
+		})
+	}
+}
 
+// isolations are the two modes every proof runs in.
+var isolations = []string{catalogue.IsolationShared, catalogue.IsolationPerModule}
+
+func proveGrantsAndRefusals(t *testing.T, b *bus) {
 	t.Run("granted", func(t *testing.T) {
 		t.Run("a module publishes its own event and the consuming module's consumer delivers it, acked twice", func(t *testing.T) {
 			catalog := b.connect(t, "mod.anchor.catalog")
@@ -236,8 +248,14 @@ func TestPermissionsOnARealServer(t *testing.T) {
 // delivery, and a v1-only grant refuses every ack (NATS-FACTS §6). The flag is off by default in
 // 2.15.2 and due to become the default, so a mesh must survive the day its server turns it on.
 func TestAckGrantsCoverTheNewerAckForm(t *testing.T) {
-	b := startBus(t, "testdata/proof.txtar", "feature_flags {\n  js_ack_fc_v2: true\n}\n")
+	for _, isolation := range isolations {
+		t.Run(isolation, func(t *testing.T) {
+			proveNewerAckForm(t, startBus(t, "testdata/proof.txtar", "feature_flags {\n  js_ack_fc_v2: true\n}\n", isolation))
+		})
+	}
+}
 
+func proveNewerAckForm(t *testing.T, b *bus) {
 	t.Run("a module acks its own consumer twice in the newer form", func(t *testing.T) {
 		catalog := b.connect(t, "mod.anchor.catalog")
 		notifier := b.connect(t, "mod.laptop.notifier")
@@ -284,10 +302,12 @@ type bus struct {
 
 // startBus loads a catalogue, mints a password for every bus user, renders accounts.conf with
 // their hashes, starts a server from a configuration that includes it, and applies the plan as
-// mesh-controller — the path `meshc up` takes. serverConf is added to the server's own half.
-func startBus(t *testing.T, archive, serverConf string) *bus {
+// mesh-controller — the path `meshc up` takes. serverConf is added to the server's own half;
+// isolation overrides the catalogue's.
+func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	t.Helper()
 	cat, findings := testcat.Load(t, archive)
+	cat.Mesh.Isolation.Value = isolation
 	for _, f := range findings {
 		if f.Severity == catalogue.Error {
 			t.Fatalf("the proof's catalogue is broken: %v", f)

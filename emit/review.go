@@ -38,7 +38,7 @@ func Review(p *compiler.Plan) []byte {
 			b.WriteString(subject)
 			b.WriteString(" |\n")
 		}
-		if u.Hash == "" {
+		if u.Credential() == "" {
 			row("**no recorded hash**", "not in accounts.conf until `meshc mint "+cell(u.Name)+"`")
 		}
 		for _, s := range u.Publish.Allow {
@@ -56,6 +56,10 @@ func Review(p *compiler.Plan) []byte {
 		if u.AllowResponses {
 			row("reply", "once, to a request it received (`allow_responses`)")
 		}
+	}
+
+	if len(p.Accounts) > 0 {
+		reviewAccounts(&b, p)
 	}
 
 	streams := slices.Clone(p.Streams)
@@ -90,6 +94,40 @@ func Review(p *compiler.Plan) []byte {
 			codes(filters), duration(cc.AckWait), limit(int64(cc.MaxDeliver)))
 	}
 	return b.Bytes()
+}
+
+// reviewAccounts writes the accounts of an isolated mesh: each account's users, and one row per
+// export and import, so a grant that reaches another account shows as the import it became.
+func reviewAccounts(b *bytes.Buffer, p *compiler.Plan) {
+	b.WriteString("\n## Accounts\n\n")
+	b.WriteString("Every user but the controller has an account of its own; a subject crosses between accounts only as an export and\n")
+	b.WriteString("the matching import, and an account's imports are exactly its user's grants.\n\n")
+	b.WriteString("| account | what | kind | subject | with |\n| --- | --- | --- | --- | --- |\n")
+	for _, a := range p.Accounts {
+		prefix := "| " + code(a.Name) + " | "
+		if a.JetStream {
+			b.WriteString(prefix + "JetStream | | | |\n")
+		}
+		for _, u := range a.Users {
+			b.WriteString(prefix + "user | | " + code(u) + " | |\n")
+		}
+		for _, e := range a.Exports {
+			kind := string(e.Kind)
+			if e.ResponseStream {
+				kind += ", answered by a stream"
+			}
+			// The importers are each listed with their import below; a long list here would be
+			// one line every added module changes.
+			to := fmt.Sprintf("to the %d accounts importing it", len(e.Accounts))
+			if len(e.Accounts) <= 3 {
+				to = "to " + codes(e.Accounts)
+			}
+			b.WriteString(prefix + "exports | " + kind + " | " + code(e.Subject) + " | " + to + " |\n")
+		}
+		for _, i := range a.Imports {
+			b.WriteString(prefix + "imports | " + string(i.Kind) + " | " + code(i.Subject) + " | from " + code(i.Account) + " |\n")
+		}
+	}
 }
 
 func reviewSizeHint(p *compiler.Plan) int {

@@ -3,6 +3,8 @@ package lint
 import (
 	"fmt"
 
+	"github.com/nats-io/nkeys"
+
 	"meshc/catalogue"
 )
 
@@ -18,7 +20,7 @@ var (
 		Summary: "a running module requiring an interface no running module provides",
 		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
 	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error,
-		Summary: "a credentials.yaml value that is not a bcrypt hash",
+		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key)",
 		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
 )
 
@@ -159,6 +161,14 @@ func (l *linter) checkCredentials() {
 	}
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
+		if l.ix.Catalogue.Mesh.NKeys() {
+			// auth: nkey records public keys; a seed here would be the secret itself.
+			if !nkeys.IsValidPublicUserKey(h.Value) {
+				l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not an nkey user's public key (U…), and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): remove it and run `meshc mint %s`",
+					u.Value, u.Value)
+			}
+			continue
+		}
 		// The value is never quoted, only what is wrong with it (CheckHash's words name no part
 		// of the value).
 		if err := catalogue.CheckHash(h.Value); err != nil {

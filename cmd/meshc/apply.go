@@ -296,6 +296,7 @@ func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload
 // deliver writes the file when its bytes changed and reloads the server when it has not loaded
 // the file as it now is.
 func (d *accountsDelivery) deliver(wait time.Duration, stderr io.Writer) int {
+	previous := d.file.current
 	changed, err := d.file.write(d.data)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
@@ -307,6 +308,20 @@ func (d *accountsDelivery) deliver(wait time.Duration, stderr io.Writer) int {
 		if err := d.reload.reload(context.Background(), d.before, d.file, wait); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitCantRun
+		}
+		// An account the reload created has dead service imports until the next reload
+		// (NATS-FACTS §12): its modules would publish into nothing.
+		if added, err := emit.AccountsAdded(previous, d.data); err != nil || len(added) > 0 {
+			now, err := d.reload.loaded(context.Background())
+			if err == nil {
+				err = d.reload.reload(context.Background(), now, d.file, wait)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "meshc apply: the second reload, which wires the service imports of the %d accounts the first created: %v\n", len(added), err)
+				return exitCantRun
+			}
+			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it twice: %d accounts are new, and the server wires their service imports on the second reload\n", path, len(added))
+			break
 		}
 		if changed {
 			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it\n", path)

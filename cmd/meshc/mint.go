@@ -17,7 +17,8 @@ const mintHelp = `Usage: meshc mint [--dir DIR] USER...
 
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
-'USER PASSWORD' on stdout, one line each. The password is printed once and kept nowhere:
+'USER PASSWORD' on stdout, one line each. With 'auth: nkey' in mesh.yaml it mints an nkey
+instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The password is printed once and kept nowhere:
 hand it to whoever runs as that user now. Minting a user again rotates its password.
 
 credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
@@ -71,7 +72,7 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	defer creds.Close()
 	if *missing {
 		for _, u := range plan.Users {
-			if u.Hash == "" && !creds.Recorded(u.Name) {
+			if u.Credential() == "" && !creds.Recorded(u.Name) {
 				users = append(users, u.Name)
 			}
 		}
@@ -97,7 +98,12 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	hashes := map[string]string{}
 	var printed strings.Builder
 	for _, u := range users {
-		pw, hash, err := catalogue.MintPassword()
+		// With auth: nkey the secret is a seed and the record its public key.
+		mintOne := catalogue.MintPassword
+		if plan.NKeys {
+			mintOne = catalogue.MintNKey
+		}
+		pw, hash, err := mintOne()
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc mint: minting %s: %v\n", u, err)
 			return exitCantRun

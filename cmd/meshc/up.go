@@ -290,8 +290,7 @@ func proveSampleFlow(url string, plan *compiler.Plan, dev map[string]devCredenti
 		fmt.Fprintln(w, "sample flow: no module consumes another module's event by name; nothing to prove")
 		return nil
 	}
-	node, module, _ := strings.Cut(consumer.Config.Durable, "_")
-	reader := compiler.ModuleUserName(node, module)
+	reader := consumer.User
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -378,17 +377,29 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 			say("%v", err)
 			continue
 		}
+		accountsPath := filepath.Join(stateDir, "accounts.conf")
+		before, _ := os.ReadFile(accountsPath)
 		changed, err := localbus.ComposeAccounts(stateDir, plan, hashes(dev))
 		if err != nil {
 			say("%v", err)
 			continue
 		}
 		if changed {
-			if err := srv.Reload(); err != nil {
+			after, err := os.ReadFile(accountsPath)
+			if err != nil {
+				say("%v", err)
+				continue
+			}
+			twice, err := localbus.Reload(srv, before, after)
+			if err != nil {
 				say("reloading the accounts: %v", err)
 				continue
 			}
-			say("reloaded the accounts in place")
+			if twice {
+				say("reloaded the accounts in place, twice: the change added accounts, whose service imports the server wires on the second reload")
+			} else {
+				say("reloaded the accounts in place")
+			}
 		}
 		changes, err := interruptible(ctx, func() (apply.Changes, error) {
 			return localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)

@@ -33,6 +33,9 @@ func ComposeAccounts(stateDir string, plan *compiler.Plan, hashes map[string]str
 	local.Users = slices.Clone(plan.Users)
 	for i := range local.Users {
 		local.Users[i].Hash = hashes[local.Users[i].Name]
+		// A local bus runs on development passwords whatever auth the mesh uses: the nkey
+		// seeds are their holders', and never on this machine.
+		local.Users[i].NKey = ""
 	}
 	data, err := emit.Accounts(&local, emit.AccountsOptions{})
 	if err != nil {
@@ -162,4 +165,22 @@ func Apply(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (apply.Ch
 		return changes, err
 	}
 	return changes, nil
+}
+
+// Reload makes srv load its configuration file again after the accounts file changed from before
+// to after, and again when the change added accounts: the server wires an account's service
+// imports only on the reload after the one that created it, and until then a module in a new
+// account publishes into nothing (NATS-FACTS §12). It reports whether it reloaded twice.
+func Reload(srv *server.Server, before, after []byte) (bool, error) {
+	added, err := emit.AccountsAdded(before, after)
+	if err != nil {
+		return false, err
+	}
+	if err := srv.Reload(); err != nil {
+		return false, err
+	}
+	if len(added) == 0 {
+		return false, nil
+	}
+	return true, srv.Reload()
 }

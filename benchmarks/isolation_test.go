@@ -1,0 +1,79 @@
+package benchmarks
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"meshc/catalogue"
+	"meshc/compiler"
+	"meshc/internal/localbus"
+	"meshc/internal/synth"
+)
+
+// BenchmarkIsolatedReload measures what the server takes to load, and then to reload, the
+// accounts file of a synthetic mesh with an account per principal (one wildcard export per kind
+// from the mesh's account, exact imports), against the same mesh in one account. Nobody is
+// connected: this is the file's own cost (a reload with clients connected adds their password
+// checks, BenchmarkReload).
+//
+//	go test ./benchmarks -run '^$' -bench IsolatedReload -benchtime 3x -timeout 30m
+func BenchmarkIsolatedReload(b *testing.B) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{1000, 10000} {
+		for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
+			b.Run(fmt.Sprintf("modules=%d/%s", n, isolation), func(b *testing.B) {
+				plan := isolatedPlan(b, n, isolation)
+				hashes := map[string]string{}
+				for _, u := range plan.Users {
+					hashes[u.Name] = string(hash)
+				}
+				state := b.TempDir()
+				if _, err := localbus.ComposeAccounts(state, plan, hashes); err != nil {
+					b.Fatal(err)
+				}
+				conf, err := localbus.WriteServerConf(state, 0, "")
+				if err != nil {
+					b.Fatal(err)
+				}
+				start := time.Now()
+				s, err := localbus.Start(conf, 5*time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { s.Shutdown(); s.WaitForShutdown() }()
+				load := time.Since(start)
+				b.ResetTimer()
+				for range b.N {
+					if err := s.Reload(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(load.Seconds(), "load-s")
+				b.ReportMetric(float64(max(1, len(plan.Accounts))), "accounts")
+			})
+		}
+	}
+}
+
+// isolatedPlan compiles a synthetic catalogue of n modules with the isolation given.
+func isolatedPlan(b *testing.B, n int, isolation string) *compiler.Plan {
+	b.Helper()
+	dir := b.TempDir()
+	if err := synth.Write(dir, n, seed); err != nil {
+		b.Fatal(err)
+	}
+	c, _, err := catalogue.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Mesh.Isolation.Value = isolation
+	p, _ := compiler.Compile(catalogue.NewIndex(c))
+	b.Logf("%d users, %d accounts", len(p.Users), len(p.Accounts))
+	return p
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/internal/testcat"
+)
+
+// Switching a running bus from one account to an account per principal: every account the reload
+// creates has dead service imports until the server reloads again (NATS-FACTS §12), so up reloads
+// twice when the accounts file gains accounts. Proven by what a module does right after: publish
+// an event and get its PubAck (through a service import of a new account), and call a tool.
+func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
+	isolateNATSSettings(t)
+	dir := testcat.Extract(t, "testdata/up.txtar")
+	state := filepath.Join(t.TempDir(), "state")
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- up(ctx, []string{dir, "--state", state}, &stdout, &stderr) }()
+	defer func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("up exited %d: %s", code, stderr.String())
+		}
+	}()
+	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
+	waitFor(t, "the bus", func() bool { return urlRE.MatchString(stdout.String()) })
+	waitFor(t, "the watcher", func() bool { return strings.Contains(stderr.String(), "watching") })
+	url := urlRE.FindStringSubmatch(stdout.String())[1]
+
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	waitFor(t, "the apply after it", func() bool { return strings.Contains(stderr.String(), "applied: ") })
+
+	connect := func(user string) *nats.Conn {
+		nc, err := nats.Connect(url, nats.UserInfo(user, devPassword(t, state, user)), nats.CustomInboxPrefix("_INBOX."+user))
+		if err != nil {
+			t.Fatalf("%s cannot connect after the switch: %v", user, err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	catalog := connect("mod.anchor.catalog")
+	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+		t.Fatal(err)
+	}
+	catalog.Flush()
+	builder := connect("mod.anchor.builder")
+	js, err := jetstream.New(builder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer pcancel()
+	if ack, err := js.Publish(pctx, "mesh.mod.builder.event.built", []byte("built")); err != nil || ack.Stream != "EVENTS" {
+		t.Fatalf("a module's event after the switch got no PubAck from EVENTS: %v %v\n%s", ack, err, stderr.String())
+	}
+	cjs, err := jetstream.New(catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := cjs.Consumer(pctx, "EVENTS", "anchor_catalog")
+	if err != nil {
+		t.Fatalf("catalog cannot bind its consumer after the switch: %v", err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		if err := m.DoubleAck(pctx); err != nil {
+			t.Fatalf("catalog's ack after the switch: %v", err)
+		}
+	}
+	if got != 1 {
+		t.Fatalf("catalog's consumer delivered %d messages after the switch, want 1 (%v)", got, batch.Error())
+	}
+}
+
+// apply --accounts --reload switching a running nats-server to an account per principal signals
+// it twice, so a person's call through the service import of an account the reload created is
+// answered at once.
+func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
+	dir := testcat.Extract(t, "testdata/reload.txtar")
+	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	pw := mint(t, dir, "--missing")
+	conf := filepath.Join(t.TempDir(), "nats")
+	accounts := filepath.Join(conf, "accounts.conf")
+	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
+		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
+	}
+	s, monitor := serverWithAccounts(t, conf)
+	acceptOwnProcess(t)
+
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	if code != 0 || !strings.Contains(errs, "the server reloaded it twice") {
+		t.Fatalf("apply --accounts --reload adding accounts: %d %s", code, errs)
+	}
+	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+		nats.CustomInboxPrefix("_INBOX.mod.anchor.catalog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer catalog.Close()
+	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+		t.Fatal(err)
+	}
+	catalog.Flush()
+	dave, err := nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", pw["person.dave"]), nats.CustomInboxPrefix("_INBOX.person.dave"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dave.Close()
+	if reply, err := dave.Request("mesh.mod.catalog.tool.lookup", []byte("?"), 2*time.Second); err != nil || string(reply.Data) != "found" {
+		t.Fatalf("dave's call through his new account's import: %v %v", reply, err)
+	}
+}

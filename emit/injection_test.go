@@ -1,0 +1,177 @@
+package emit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshc/catalogue"
+)
+
+// TestInjections runs each injection of NATS-FACTS §12 the way it arrives — a user sending a
+// request it is allowed to send, with a reply subject it chose — and requires it to land in one
+// account and to be blocked with an account per principal. Within one account the server
+// publishes an answer wherever its requester says, without a permission check (§10); across
+// accounts the reply travels through an import and is rewritten to `_R_.…`, so it reaches
+// nothing the requester named. None of the requests is a Permissions Violation in either mode:
+// permissions cannot see a reply subject, which is the hole.
+func TestInjections(t *testing.T) {
+	for _, isolation := range isolations {
+		t.Run(isolation, func(t *testing.T) {
+			lands := isolation == catalogue.IsolationShared
+			b := startBus(t, "testdata/proof.txtar", "", isolation)
+
+			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
+				// notifier may pull its own consumer; registry serves prune, which notifier may not call.
+				event := b.connect(t, "mod.anchor.catalog").publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+				prune := b.connect(t, "mod.anchor.registry").subscribes(t, "mesh.mod.registry.tool.prune")
+				notifier := b.connect(t, "mod.laptop.notifier")
+				notifier.requestsWithReply(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier", "mesh.mod.registry.tool.prune", `{"batch":1}`)
+				landed(t, lands, prune, event)
+			})
+			t.Run("a CONSUMER.INFO answer aimed at another module's event subject", func(t *testing.T) {
+				controller := b.connect(t, "mesh-controller")
+				before := controller.lastSequence(t, "EVENTS", "mesh.mod.catalog.event.upgraded")
+				b.connect(t, "mod.laptop.notifier").requestsWithReply(t, "$JS.API.CONSUMER.INFO.EVENTS.laptop_notifier", "mesh.mod.catalog.event.upgraded", "")
+				forged := func() bool {
+					m := controller.lastMessage(t, "EVENTS", "mesh.mod.catalog.event.upgraded")
+					return m != nil && m.Sequence != before && strings.Contains(string(m.Data), "consumer_info_response")
+				}
+				stored(t, lands, "EVENTS stored the consumer's info as catalog's upgraded event", forged)
+			})
+			t.Run("a person's tool call whose reply is a seat's work subject", func(t *testing.T) {
+				controller := b.connect(t, "mesh-controller")
+				before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", "forged work")
+				forged := func() bool {
+					m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work")
+				}
+				stored(t, lands, "the image store's work queue stored catalog's answer as work", forged)
+			})
+			t.Run("a forged declaration into a machine's delivery subject", func(t *testing.T) {
+				// The controller has declared nothing on this bus: whatever arrives is forged. (What
+				// arrives is the consumer's next message, which in one account may be the info
+				// answer an earlier injection stored as an event.)
+				b.connect(t, "mod.anchor.catalog").publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
+				deliveries := b.connect(t, "node.anchor").subscribes(t, "_DELIVER.NODES.anchor")
+				b.connect(t, "mod.laptop.notifier").requestsWithReply(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier", "_DELIVER.NODES.anchor", `{"batch":1}`)
+				landed(t, lands, deliveries, "")
+			})
+			t.Run("a forged answer into another user's inbox", func(t *testing.T) {
+				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				alice := b.connect(t, "person.alice")
+				inbox := alice.nc.NewInbox()
+				answers := alice.subscribes(t, inbox)
+				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", inbox, "forged answer")
+				landed(t, lands, answers, "mod.anchor.catalog answers forged answer")
+			})
+			t.Run("a tool call whose reply is the JetStream API purging a stream", func(t *testing.T) {
+				controller := b.connect(t, "mesh-controller")
+				b.connect(t, "mod.laptop.builder").publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
+				// A tool that answers with an empty body: a purge request of everything.
+				catalog := b.connect(t, "mod.anchor.catalog")
+				if _, err := catalog.nc.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond(nil) }); err != nil {
+					t.Fatal(err)
+				}
+				catalog.sawNoViolation(t)
+				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "$JS.API.STREAM.PURGE.SEAT_IMAGE_STORE", "")
+				purged := func() bool { return controller.streamMessages(t, "SEAT_IMAGE_STORE") == 0 }
+				stored(t, lands, "a person with no JetStream grant purged SEAT_IMAGE_STORE", purged)
+			})
+		})
+	}
+}
+
+// requestsWithReply publishes a request the user is allowed to make, with a reply subject of its
+// choosing, and requires the server to have refused it nothing.
+func (c *client) requestsWithReply(t *testing.T, subject, reply, body string) {
+	t.Helper()
+	if err := c.nc.PublishRequest(subject, reply, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+}
+
+// landed requires want (anything, when "") to arrive on sub when the injection lands, and
+// nothing to when it is blocked.
+func landed(t *testing.T, lands bool, sub *nats.Subscription, want string) {
+	t.Helper()
+	if lands && want != "" {
+		receives(t, sub, want)
+		return
+	}
+	if lands {
+		if _, err := sub.NextMsg(3 * time.Second); err != nil {
+			t.Fatalf("in one account this injection lands (NATS-FACTS §12), yet nothing arrived on %s: %v", sub.Subject, err)
+		}
+		return
+	}
+	if m, err := sub.NextMsg(time.Second); err == nil {
+		t.Fatalf("blocked in this mode, yet %q arrived on %s", m.Data, sub.Subject)
+	}
+}
+
+// stored waits for happened when the injection lands, and when it is blocked requires it still
+// false after a second: the answer had its chance to travel.
+func stored(t *testing.T, lands bool, what string, happened func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	if !lands {
+		deadline = time.Now().Add(time.Second)
+	}
+	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if happened() {
+			if !lands {
+				t.Fatalf("blocked in this mode, yet %s", what)
+			}
+			return
+		}
+	}
+	if lands {
+		t.Fatalf("in one account this injection lands (NATS-FACTS §12), yet it did not: %s never happened", what)
+	}
+}
+
+// lastMessage reads the newest message on subject in stream as a user allowed the API, or nil.
+func (c *client) lastMessage(t *testing.T, stream, subject string) *jetstream.RawStreamMsg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (c *client) lastSequence(t *testing.T, stream, subject string) uint64 {
+	if m := c.lastMessage(t, stream, subject); m != nil {
+		return m.Sequence
+	}
+	return 0
+}
+
+func (c *client) streamMessages(t *testing.T, stream string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := c.js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().State.Msgs
+}
