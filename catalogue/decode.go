@@ -12,7 +12,7 @@ import (
 
 // RuleYAML is the rule of every structural finding the loader makes: unreadable YAML, unknown
 // keys, wrong types, a file that is not the catalogue's own.
-var RuleYAML = &Rule{ID: "yaml", Severity: Error,
+var RuleYAML = &Rule{ID: "yaml", Severity: Error, Firm: true,
 	Summary: "unreadable YAML, unknown keys, wrong types",
 	Why:     "A misspelt key is otherwise a field silently left empty: a module that consumes nothing because it wrote `consume:`."}
 

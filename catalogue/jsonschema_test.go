@@ -164,6 +164,9 @@ func sample(t *testing.T, s shape) any {
 		item, _ := s.item()
 		return []any{sampleOf(t, item)}
 	case pairsShape:
+		if len(s.words) > 0 {
+			return map[string]any{"k": s.words[0]}
+		}
 		return map[string]any{"k": "v"}
 	}
 	t.Fatalf("no sample value for a shape %T: add one here", s)
@@ -196,7 +199,11 @@ func wrong(t *testing.T, s shape) []any {
 	case listShape:
 		return []any{"x", map[string]any{"k": "v"}, []any{"x"}, []any{7}}
 	case pairsShape:
-		return []any{"x", []any{"x"}, map[string]any{"k": []any{"v"}}, map[string]any{"k": 7}}
+		out := []any{"x", []any{"x"}, map[string]any{"k": []any{"v"}}, map[string]any{"k": 7}}
+		if len(s.words) > 0 {
+			out = append(out, map[string]any{"k": "not-" + s.words[0]})
+		}
+		return out
 	}
 	t.Fatalf("no wrong values for a shape %T: add them here", s)
 	return nil

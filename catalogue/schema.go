@@ -97,6 +97,7 @@ func meshTable(m *Mesh) *table {
 				}
 			}), "Breaks a change makes on purpose, each with its reason: `meshc plan/lint --against` reports an approved break as info instead of an error."},
 			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
+			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			if seen["name"] == nil {
@@ -131,6 +132,15 @@ func approvalTable(a *Approval) *table {
 					return
 				}
 			}
+		},
+	}
+}
+
+func lintTable(l *Lint) *table {
+	return &table{what: "lint", label: "lint.", doc: "How this catalogue wants lint's rules.",
+		fields: []field{
+			{"rules", choices(func(k, v Text) { l.Rules = append(l.Rules, RuleSetting{Rule: k, Severity: v}) }, "rule ids", "off", "info", "warning", "error"),
+				"Rule id: off, info, warning or error (`meshc lint --list` names the rules). A rule whose finding means the plan would be wrong (yaml, name, stream-overlap, …) cannot be lowered; a breaking rule is approved in approve: instead."},
 		},
 	}
 }

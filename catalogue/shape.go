@@ -213,12 +213,18 @@ func (s listShape) says() string { return "list of mappings" }
 // pairs is a mapping whose keys are chosen by the author (file kinds, old seat names) and whose
 // values are strings. keyWhat and valueWhat name them in messages.
 func pairs(keep func(k, v Text), keyWhat, valueWhat string) shape {
-	return pairsShape{keep, keyWhat, valueWhat}
+	return pairsShape{keep: keep, keyWhat: keyWhat, valueWhat: valueWhat}
+}
+
+// choices is pairs whose values must be one of words.
+func choices(keep func(k, v Text), keyWhat string, words ...string) shape {
+	return pairsShape{keep: keep, keyWhat: keyWhat, valueWhat: or(words), words: words}
 }
 
 type pairsShape struct {
 	keep               func(k, v Text)
 	keyWhat, valueWhat string
+	words              []string
 }
 
 func (s pairsShape) decode(d *decoder, _, n *yaml.Node, what string) {
@@ -233,6 +239,10 @@ func (s pairsShape) decode(d *decoder, _, n *yaml.Node, what string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, ok1 := d.text(n.Content[i], "a key of "+what)
 		v, ok2 := d.text(n.Content[i+1], "the value of "+Excerpt(k.Value))
+		if ok2 && s.words != nil && !slices.Contains(s.words, v.Value) {
+			d.fail(n.Content[i+1], "the value of %s must be %s, not %q", Excerpt(k.Value), s.valueWhat, Excerpt(v.Value))
+			ok2 = false
+		}
 		if ok1 && ok2 {
 			s.keep(k, v)
 		}
@@ -240,7 +250,7 @@ func (s pairsShape) decode(d *decoder, _, n *yaml.Node, what string) {
 }
 
 func (s pairsShape) schema() *jsonSchema {
-	return &jsonSchema{Type: []string{"object", "null"}, AdditionalProperties: &jsonSchema{Type: "string"}}
+	return &jsonSchema{Type: []string{"object", "null"}, AdditionalProperties: &jsonSchema{Type: "string", Enum: s.words}}
 }
 func (s pairsShape) says() string { return "mapping of " + s.keyWhat + " to " + s.valueWhat }
 
