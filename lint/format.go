@@ -356,3 +356,37 @@ var (
 
 func escapeData(s string) string     { return dataEscaper.Replace(s) }
 func escapeProperty(s string) string { return propertyEscaper.Replace(s) }
+
+// WriteRulesJSON writes the rule table as `meshc lint --list --format json` prints it, a stable
+// shape like the findings':
+//
+//	{"rules": [{"id": "yaml", "severity": "error", "summary": "…", "why": "…",
+//	            "configurable": false, "help": "https://…/docs/rules.md#yaml"}]}
+//
+// configurable says whether mesh.yaml's lint.rules and # meshc:ignore may change the rule.
+func WriteRulesJSON(w io.Writer) error {
+	type jsonRule struct {
+		ID           string `json:"id"`
+		Severity     string `json:"severity"`
+		Summary      string `json:"summary"`
+		Why          string `json:"why"`
+		Configurable bool   `json:"configurable"`
+		Help         string `json:"help"`
+	}
+	out := struct {
+		Rules []jsonRule `json:"rules"`
+	}{Rules: make([]jsonRule, 0, len(Rules))}
+	for _, r := range Rules {
+		out.Rules = append(out.Rules, jsonRule{ID: r.ID, Severity: r.Severity.String(), Summary: r.Summary, Why: r.Why,
+			Configurable: !r.Firm && !slices.Contains(breakRules, r), Help: RulesDoc + "#" + r.ID})
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
