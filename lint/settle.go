@@ -50,6 +50,18 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 		}
 	}
 
+	// Findings by the line they are on, so a catalogue with many ignores costs no more than one
+	// pass over its findings.
+	type line struct {
+		file string
+		n    int
+	}
+	onLine := map[line][]int{}
+	if len(c.Ignores) > 0 {
+		for i, f := range out {
+			onLine[line{f.Pos.File, f.Pos.Line}] = append(onLine[line{f.Pos.File, f.Pos.Line}], i)
+		}
+	}
 	for _, ig := range c.Ignores {
 		r := rule(ig.Rule)
 		switch {
@@ -67,9 +79,10 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 			continue
 		}
 		silenced := false
-		for i := range out {
+		for _, i := range onLine[line{ig.Pos.File, ig.Line}] {
 			f := &out[i]
-			if f.Rule == r.ID && f.Pos.File == ig.Pos.File && f.Pos.Line == ig.Line && f.Suppressed == nil {
+			// Line 0 is a finding about a whole file, which no comment is above.
+			if f.Rule == r.ID && f.Suppressed == nil && ig.Line > 0 {
 				f.Suppressed = &catalogue.Suppression{InSource: true, Reason: ig.Reason}
 				silenced = true
 			}
