@@ -430,6 +430,19 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	if err := machine.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// The server marks the consumer bound a moment after the interest arrives; this test is of
+	// a consumer read as bound (the race with a subscriber binding during the apply is its own).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := js.PushConsumer(ctx, "NODES", "anchor")
+		if err == nil && c.CachedInfo().PushBound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never reported the consumer bound")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 
 	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, Options{})
 	if err != nil {

@@ -2,7 +2,6 @@ package catalogue
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 
 // RuleYAML is the rule of every structural finding the loader makes: unreadable YAML, unknown
 // keys, wrong types, a file that is not the catalogue's own.
-var RuleYAML = &Rule{ID: "yaml", Severity: Error,
+var RuleYAML = &Rule{ID: "yaml", Severity: Error, Firm: true,
 	Summary: "unreadable YAML, unknown keys, wrong types",
 	Why:     "A misspelt key is otherwise a field silently left empty: a module that consumes nothing because it wrote `consume:`."}
 
@@ -50,57 +49,52 @@ func (d *decoder) resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// field decodes the value of one known key.
-type field func(key, value *yaml.Node)
-
-// mapping walks a mapping node, calling the decoder of each known key. An unknown key is a
-// finding with the nearest known key as a hint; a repeated key is a finding naming the first.
-// It returns the keys present, so a caller can say which required one is missing.
-func (d *decoder) mapping(n *yaml.Node, what string, fields map[string]field) map[string]*yaml.Node {
+// mapping walks a mapping node through its table, decoding each known key with its row's shape,
+// then runs the table's check. An unknown key is a finding with the nearest known key as a hint;
+// a repeated key is a finding naming the first.
+func (d *decoder) mapping(n *yaml.Node, t *table) {
 	seen := map[string]*yaml.Node{}
 	n = d.resolve(n)
 	if n.Kind != yaml.MappingNode {
 		if !isNull(n) {
-			d.fail(n, "%s must be a mapping of keys to values, not %s", what, describe(n))
+			d.fail(n, "%s must be a mapping of keys to values, not %s", t.what, describe(n))
 		}
-		return seen
+		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, value := d.resolve(n.Content[i]), n.Content[i+1]
 		if key.Kind != yaml.ScalarNode {
-			d.fail(key, "a key in %s must be a plain word, not %s", what, describe(key))
+			d.fail(key, "a key in %s must be a plain word, not %s", t.what, describe(key))
 			continue
 		}
 		if key.Tag == "!!merge" {
-			d.fail(key, "merge keys (<<) are not read in a catalogue; write the keys of %s out", what)
+			d.fail(key, "merge keys (<<) are not read in a catalogue; write the keys of %s out", t.what)
 			continue
 		}
 		if first, ok := seen[key.Value]; ok {
-			d.fail(key, "%q is set twice in %s (first at line %d); keep one", Excerpt(key.Value), what, first.Line)
+			d.fail(key, "%q is set twice in %s (first at line %d); keep one", Excerpt(key.Value), t.what, first.Line)
 			continue
 		}
 		seen[key.Value] = key
-		decode, ok := fields[key.Value]
+		f, ok := t.field(key.Value)
 		if !ok {
-			d.unknownKey(key, what, fields)
+			d.unknownKey(key, t)
 			continue
 		}
-		decode(key, value)
+		f.shape.decode(d, key, value, t.label+f.key)
 	}
-	return seen
+	if t.check != nil {
+		t.check(d, n, seen)
+	}
 }
 
-func (d *decoder) unknownKey(key *yaml.Node, what string, fields map[string]field) {
-	known := make([]string, 0, len(fields))
-	for k := range fields {
-		known = append(known, k)
-	}
-	slices.Sort(known)
+func (d *decoder) unknownKey(key *yaml.Node, t *table) {
+	known := t.keys()
 	if near := suggest.Closest(key.Value, known); near != "" {
-		d.fail(key, "unknown key %q in %s; did you mean %q?", Excerpt(key.Value), what, near)
+		d.fail(key, "unknown key %q in %s; did you mean %q?", Excerpt(key.Value), t.what, near)
 		return
 	}
-	d.fail(key, "unknown key %q in %s; the keys are: %s", Excerpt(key.Value), what, strings.Join(known, ", "))
+	d.fail(key, "unknown key %q in %s; the keys are: %s", Excerpt(key.Value), t.what, strings.Join(known, ", "))
 }
 
 // text decodes a string scalar. Numbers and booleans are refused rather than turned into text:

@@ -68,6 +68,16 @@ type Finding struct {
 	Severity Severity  `json:"severity"`
 	Message  string    `json:"message"`
 	Related  []Related `json:"related,omitempty"`
+	// Suppressed is set when the catalogue silenced the finding: it no longer counts or prints,
+	// and SARIF keeps it as a suppression so code scanning shows who silenced what and why.
+	Suppressed *Suppression `json:"suppressed,omitempty"`
+}
+
+// Suppression says how a finding was silenced: InSource by a `# meshc:ignore` comment, External
+// by mesh.yaml's lint.rules (SARIF's two kinds), with the reason given.
+type Suppression struct {
+	InSource bool
+	Reason   string
 }
 
 func (f Finding) String() string {
@@ -89,16 +99,16 @@ func (fs Findings) Sorted() Findings {
 	})
 }
 
-// HasErrors reports whether any finding is an error.
+// HasErrors reports whether any finding that is not suppressed is an error.
 func (fs Findings) HasErrors() bool {
-	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error })
+	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error && f.Suppressed == nil })
 }
 
-// Count returns how many findings have the given severity.
+// Count returns how many findings that are not suppressed have the given severity.
 func (fs Findings) Count(s Severity) int {
 	n := 0
 	for _, f := range fs {
-		if f.Severity == s {
+		if f.Severity == s && f.Suppressed == nil {
 			n++
 		}
 	}
@@ -118,6 +128,20 @@ type Rule struct {
 	// Why is the failure the rule prevents: the reason survives the next person who wants to
 	// delete the rule.
 	Why string
+	// Firm is set on a rule whose finding means the plan meshc would write is wrong, not only
+	// doubtful (a broken file, a name the server refuses, two users with one name): such a
+	// finding is never turned off, lowered or ignored by the catalogue.
+	Firm bool
+	// Example shows the rule firing and the fix, each a catalogue as a txtar archive (a test
+	// lints both: Before must fire the rule, After must not). `meshc explain` prints it.
+	Example Example
+}
+
+// Example is a rule's before and after: small catalogues written as txtar archives
+// (-- mesh.yaml -- then its lines, and so on), the one that fires the rule and the one that
+// fixes it. A breaking rule's example also has the Base the change is made from.
+type Example struct {
+	Base, Before, After string
 }
 
 // At makes a finding of this rule at pos.

@@ -72,7 +72,7 @@ func Load(dir string) (*Catalogue, Findings, error) {
 	var findings Findings
 
 	c.Mesh = &Mesh{File: MeshFile}
-	if doc := readDocument(root, MeshFile, &findings); doc != nil {
+	if doc := readDocument(root, MeshFile, &findings, &c.Ignores); doc != nil {
 		newDecoder(MeshFile, &findings).mesh(doc, c.Mesh)
 	}
 
@@ -80,17 +80,17 @@ func Load(dir string) (*Catalogue, Findings, error) {
 	if err != nil {
 		return nil, nil, &NotACatalogue{Dir: dir, Reason: err.Error()}
 	}
-	c.Modules = loadModules(root, manifests, &findings)
+	c.Modules = loadModules(root, manifests, &findings, &c.Ignores)
 
 	if exists(dir, InventoryFile) {
 		c.Inventory = &Inventory{File: InventoryFile}
-		if doc := readOptional(root, InventoryFile, &findings); doc != nil {
+		if doc := readOptional(root, InventoryFile, &findings, &c.Ignores); doc != nil {
 			newDecoder(InventoryFile, &findings).inventory(doc, c.Inventory)
 		}
 	}
 	if exists(dir, CredentialsFile) {
 		c.Credentials = &Credentials{File: CredentialsFile, Hashes: map[string]Text{}}
-		if doc := readOptional(root, CredentialsFile, &findings); doc != nil {
+		if doc := readOptional(root, CredentialsFile, &findings, &c.Ignores); doc != nil {
 			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
 		}
 	}
@@ -99,10 +99,11 @@ func Load(dir string) (*Catalogue, Findings, error) {
 
 // loadModules reads the manifests in parallel — parsing YAML is nearly all of a large
 // catalogue's cost — and returns them in path order whatever order they finished in.
-func loadModules(dir string, files []string, findings *Findings) []*Module {
+func loadModules(dir string, files []string, findings *Findings, ignores *[]Ignore) []*Module {
 	type result struct {
 		module   *Module
 		findings Findings
+		ignores  []Ignore
 	}
 	results := make([]result, len(files))
 	var wg sync.WaitGroup
@@ -111,7 +112,7 @@ func loadModules(dir string, files []string, findings *Findings) []*Module {
 		wg.Go(func() {
 			for i := range next {
 				var fs Findings
-				if doc := readDocument(dir, files[i], &fs); doc != nil {
+				if doc := readDocument(dir, files[i], &fs, &results[i].ignores); doc != nil {
 					m := &Module{File: files[i]}
 					newDecoder(files[i], &fs).module(doc, m)
 					results[i].module = m
@@ -129,6 +130,7 @@ func loadModules(dir string, files []string, findings *Findings) []*Module {
 	modules := make([]*Module, 0, len(files))
 	for _, r := range results {
 		*findings = append(*findings, r.findings...)
+		*ignores = append(*ignores, r.ignores...)
 		if r.module != nil {
 			modules = append(modules, r.module)
 		}
@@ -179,17 +181,18 @@ func manifestFiles(dir string, findings *Findings) ([]string, error) {
 // readDocument reads one file and parses its single YAML document. Every way a file can fail to
 // be a document — unreadable, too large, not UTF-8, empty, not YAML, two documents — is one
 // finding, and nil is returned.
-func readDocument(dir, rel string, findings *Findings) *yaml.Node {
-	return readFile(dir, rel, false, findings)
+func readDocument(dir, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
+	return readFile(dir, rel, false, findings, ignores)
 }
 
 // readOptional reads inventory.yaml or credentials.yaml, which may be empty or hold only
 // comments: a catalogue with no hashes recorded yet is ordinary.
-func readOptional(dir, rel string, findings *Findings) *yaml.Node {
-	return readFile(dir, rel, true, findings)
+func readOptional(dir, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
+	return readFile(dir, rel, true, findings, ignores)
 }
 
-func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node {
+// readFile also collects the file's meshc:ignore comments into ignores.
+func readFile(dir, rel string, emptyIsFine bool, findings *Findings, ignores *[]Ignore) *yaml.Node {
 	fail := func(line int, format string, args ...any) *yaml.Node {
 		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: line}, format, args...))
 		return nil
@@ -244,6 +247,7 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings) *yaml.Node 
 	if len(doc.Content) == 0 {
 		return fail(0, "is empty; write its YAML, or delete it")
 	}
+	*ignores = append(*ignores, ignoresIn(rel, data, &doc)...)
 	// Aliases may add at most maxAliasValues to what the file itself holds: an honest file
 	// (100,000 modules' inventory, 3.8 MB, no alias at all) is as large as it is, while a
 	// "billion laughs" file of nested aliases is a few hundred bytes that expand without bound.

@@ -20,11 +20,11 @@ import (
 func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
 	_, findings := testcat.Load(t, "testdata/structure.txtar")
 	want := []string{
-		`inventory.yaml:2:48: error: yaml: enrolling must be true or false, not the string "yes"`,
+		`inventory.yaml:2:48: error: yaml: a node's enrolling must be true or false, not the string "yes"`,
 		`inventory.yaml:3:5: error: yaml: a node needs a name`,
 		`inventory.yaml:4:9: error: yaml: people must be a list, not the string "alice"`,
 		`mesh.yaml:2:1: error: yaml: unknown key "rolse" in mesh.yaml; did you mean "roles"?`,
-		`mesh.yaml:4:12: error: yaml: submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
+		`mesh.yaml:4:12: error: yaml: controller.submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
 		`mesh.yaml:6:22: error: yaml: streams.events.replicas must be a whole number, not the string "three"`,
 		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not "10 days"`,
 		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,

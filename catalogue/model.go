@@ -32,6 +32,21 @@ type Catalogue struct {
 	// Credentials is credentials.yaml; nil when the catalogue has none (and then nobody is told
 	// a hash is missing: SPEC §3, credential-missing).
 	Credentials *Credentials
+	// Ignores are the `# meshc:ignore RULE reason` comments of every file, in path order.
+	Ignores []Ignore
+}
+
+// Ignore is one `# meshc:ignore RULE reason` comment. On a line of its own it silences the
+// finding of RULE on the next line that holds YAML; after a value on the same line, the finding
+// on that line.
+type Ignore struct {
+	// Pos is where the comment's # is.
+	Pos Pos
+	// Rule is the rule id as written; Reason the rest of the comment, "" when none was given.
+	Rule   string
+	Reason string
+	// Line is the line whose finding it silences.
+	Line int
 }
 
 // Mesh is mesh.yaml: the mesh itself.
@@ -52,6 +67,19 @@ type Mesh struct {
 	// Approvals are breaks a change makes on purpose, each with its reason: kept in the
 	// repository, so the approval is reviewed with the change and stays in its history.
 	Approvals []Approval
+	// Lint is how this catalogue wants lint's rules: a rule turned off, or at another severity.
+	Lint Lint
+}
+
+// Lint is mesh.yaml's lint: settings.
+type Lint struct {
+	// Rules sets rules' severities by id, in file order: off, info, warning or error.
+	Rules []RuleSetting
+}
+
+// RuleSetting is one row of lint.rules: a rule id and what the catalogue wants it to be.
+type RuleSetting struct {
+	Rule, Severity Text
 }
 
 // Approval is one intentional break: the breaking rule (replay, retention, widening,

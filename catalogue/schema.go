@@ -1,230 +1,231 @@
 package catalogue
 
 import (
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 )
 
 // The field tables below are the catalogue format of SPEC §1: a key not in a table is an
-// unknown key, with the nearest one as a hint.
+// unknown key, with the nearest one as a hint. Each row is a key, its shape and what it means;
+// the loader decodes with them, and `meshc schema` and docs/catalogue.md are written from them.
 
-func (d *decoder) module(doc *yaml.Node, m *Module) {
-	seen := d.mapping(doc, "a module manifest", map[string]field{
-		"module":      func(_, v *yaml.Node) { m.Name, _ = d.text(v, "module") },
-		"description": func(_, v *yaml.Node) { m.Description, _ = d.text(v, "description") },
-		"provides":    func(_, v *yaml.Node) { m.Provides = d.texts(v, "provides") },
-		"requires":    func(_, v *yaml.Node) { m.Requires = d.texts(v, "requires") },
-		"emits":       func(_, v *yaml.Node) { m.Emits = d.texts(v, "emits") },
-		"consumes":    func(_, v *yaml.Node) { m.Consumes = d.texts(v, "consumes") },
-		"tools":       func(_, v *yaml.Node) { m.Tools = d.texts(v, "tools") },
-		"calls":       func(_, v *yaml.Node) { m.Calls = d.texts(v, "calls") },
-		"claims":      func(_, v *yaml.Node) { m.Claims = d.texts(v, "claims") },
-		"uses":        func(_, v *yaml.Node) { m.Uses = d.texts(v, "uses") },
-		"seats": func(_, v *yaml.Node) {
-			d.list(v, "seats", func(item *yaml.Node) {
+func (d *decoder) module(doc *yaml.Node, m *Module) { d.mapping(doc, moduleTable(m)) }
+
+func moduleTable(m *Module) *table {
+	return &table{what: "a module manifest", doc: "A module manifest: one module, what it offers the mesh and what it needs from it. One file per module under modules/.",
+		required: []string{"module"},
+		fields: []field{
+			{"module", text(&m.Name), "The module's name, unique in the catalogue: lower-case letters, digits and -, at most 63 characters, not starting mesh- or node-. It names the module's bus users (mod.<machine>.<module>) and its subjects (mesh.mod.<module>.…)."},
+			{"description", text(&m.Description), "What the module is, in a line, for people reading the catalogue."},
+			{"provides", texts(&m.Provides), "Interfaces the module provides (an interface is a word, such as oci-build)."},
+			{"requires", texts(&m.Requires), "Interfaces the module needs: a module that provides each must run on some machine."},
+			{"emits", texts(&m.Emits), "The events the module announces, as local names (built, image.pushed): never a subject, never prefixed with the module. Each is published on mesh.mod.<module>.event.<event>."},
+			{"consumes", texts(&m.Consumes), "Events the module consumes, as EMITTER.EVENT: EMITTER is a module or a seat, and a final ** takes every event of one emitter (photos.**), or of all (**)."},
+			{"tools", texts(&m.Tools), "Request/reply tools the module serves, each one word; served on mesh.mod.<module>.tool.<tool>."},
+			{"calls", texts(&m.Calls), "Tools the module may call, as MODULE.TOOL."},
+			{"seats", listOf(func() (*table, func()) {
 				s := &Seat{Declarer: m}
-				if d.seat(item, "a seat", s) {
-					m.Seats = append(m.Seats, s)
-				}
-			})
-		},
-		"files": func(_, v *yaml.Node) { m.Files = d.files(v) },
-	})
-	if seen["module"] == nil && d.resolve(doc).Kind == yaml.MappingNode {
-		d.failFile("this manifest names no module: add `module: <name>` (lower-case letters, digits and -)")
-	}
-}
-
-// seat decodes one seat, declared by a module or as a role in mesh.yaml. It reports whether the
-// seat had a name, because a nameless seat can be referred to by nothing.
-func (d *decoder) seat(n *yaml.Node, what string, s *Seat) bool {
-	named := false
-	seen := d.mapping(n, what, map[string]field{
-		"name":     func(_, v *yaml.Node) { s.Name, named = d.text(v, "a seat's name") },
-		"scope":    func(_, v *yaml.Node) { s.Scope, _ = d.text(v, "a seat's scope") },
-		"delivers": func(_, v *yaml.Node) { s.Delivers, _ = d.text(v, "delivers") },
-		"accepts":  func(_, v *yaml.Node) { s.Accepts = d.texts(v, "accepts") },
-		"emits":    func(_, v *yaml.Node) { s.Emits = d.texts(v, "a seat's emits") },
-	})
-	if !named {
-		if r := d.resolve(n); r.Kind == yaml.MappingNode && seen["name"] == nil {
-			d.fail(r, "%s needs a name: add `name: <seat>`", what)
-		}
-	}
-	if named && seen["scope"] == nil {
-		*d.findings = append(*d.findings, RuleYAML.At(s.Name.Pos,
-			"seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value)))
-	}
-	return named
-}
-
-func (d *decoder) files(n *yaml.Node) []FileRequest {
-	var out []FileRequest
-	// Which kinds of file exist is a fact about the mesh, so the key is any word here and
-	// checked by lint; only the shape is the loader's.
-	n = d.resolve(n)
-	if isNull(n) {
-		return nil
-	}
-	if n.Kind != yaml.MappingNode {
-		d.fail(n, "files must be a mapping of file kinds to paths, not %s", describe(n))
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, ok := d.text(n.Content[i], "a file kind")
-		if !ok {
-			continue
-		}
-		if p, ok := d.text(n.Content[i+1], "the path of "+Excerpt(k.Value)); ok {
-			out = append(out, FileRequest{Kind: k, Path: p})
-		}
-	}
-	return out
-}
-
-func (d *decoder) mesh(doc *yaml.Node, m *Mesh) {
-	seen := d.mapping(doc, "mesh.yaml", map[string]field{
-		"name": func(_, v *yaml.Node) { m.Name, _ = d.text(v, "name") },
-		"roles": func(_, v *yaml.Node) {
-			d.list(v, "roles", func(item *yaml.Node) {
-				s := &Seat{}
-				if d.seat(item, "a role", s) {
-					m.Roles = append(m.Roles, s)
-				}
-			})
-		},
-		"controller": func(_, v *yaml.Node) {
-			d.mapping(v, "controller", map[string]field{
-				"submits": func(_, v *yaml.Node) { m.Controller.Submits = d.texts(v, "submits") },
-				"follows": func(_, v *yaml.Node) { m.Controller.Follows = d.texts(v, "follows") },
-			})
-		},
-		"aliases": func(_, v *yaml.Node) {
-			v = d.resolve(v)
-			if isNull(v) {
-				return
-			}
-			if v.Kind != yaml.MappingNode {
-				d.fail(v, "aliases must be a mapping of old seat names to new ones, not %s", describe(v))
-				return
-			}
-			for i := 0; i+1 < len(v.Content); i += 2 {
-				old, ok1 := d.text(v.Content[i], "an old seat name")
-				renamed, ok2 := d.text(v.Content[i+1], "the new name of "+old.Value)
-				if ok1 && ok2 {
-					m.Aliases = append(m.Aliases, Alias{Old: old, New: renamed})
-				}
-			}
-		},
-		"shared-names": func(_, v *yaml.Node) { m.SharedNames = d.texts(v, "shared-names") },
-		"approve": func(_, v *yaml.Node) {
-			d.list(v, "approve", func(item *yaml.Node) {
-				a := Approval{Pos: d.pos(item)}
-				seen := d.mapping(item, "an approval", map[string]field{
-					"rule":   func(_, v *yaml.Node) { a.Rule, _ = d.text(v, "an approval's rule") },
-					"on":     func(_, v *yaml.Node) { a.On, _ = d.text(v, "what an approval is on") },
-					"reason": func(_, v *yaml.Node) { a.Reason, _ = d.text(v, "an approval's reason") },
-				})
-				if d.resolve(item).Kind != yaml.MappingNode {
-					return
-				}
-				for _, k := range []string{"rule", "on", "reason"} {
-					if seen[k] == nil {
-						d.fail(item, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, reason: <why it is wanted>}`", k)
-						return
+				return seatTable(s, "a seat"), func() {
+					if s.named() {
+						m.Seats = append(m.Seats, s)
 					}
 				}
-				m.Approvals = append(m.Approvals, a)
-			})
+			}), "Seats the module declares: jobs some module holds, to which work is sent and whose events are announced by the seat rather than its holder."},
+			{"claims", texts(&m.Claims), "Seats the module holds. A mesh-scoped seat has one holder in the mesh; a node-scoped one, one per machine."},
+			{"uses", texts(&m.Uses), "Seats the module submits work to."},
+			{"files", pairs(func(k, v Text) { m.Files = append(m.Files, FileRequest{Kind: k, Path: v}) }, "file kinds", "paths"),
+				"Files the mesh writes for this module, kind: path. The kinds are the mesh's (bus-users is the bus's user list, for the holder of mesh-broker); lint checks them."},
 		},
-		"isolation": func(_, v *yaml.Node) {
-			m.Isolation = d.oneOf(v, "isolation", IsolationShared, IsolationPerModule)
+		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
+			if seen["module"] == nil {
+				d.failFile("this manifest names no module: add `module: <name>` (lower-case letters, digits and -)")
+			}
 		},
-		"auth": func(_, v *yaml.Node) { m.Auth = d.oneOf(v, "auth", AuthPassword, AuthNKey) },
-		"streams": func(_, v *yaml.Node) {
-			d.mapping(v, "streams", map[string]field{
-				"events":  func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.events", &m.Streams.Events) },
-				"control": func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.control", &m.Streams.Control) },
-				"nodes":   func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.nodes", &m.Streams.Nodes) },
-				"seats":   func(k, v *yaml.Node) { d.streamSettings(k, v, "streams.seats", &m.Streams.Seats) },
-			})
-		},
-	})
-	if seen["name"] == nil && d.resolve(doc).Kind == yaml.MappingNode {
-		d.failFile("mesh.yaml names no mesh: add `name: <mesh>`; it becomes the NATS account its users live in")
 	}
 }
 
-// oneOf decodes a string that must be one of a few words; anything else is refused naming them.
-func (d *decoder) oneOf(n *yaml.Node, what string, words ...string) Text {
-	t, ok := d.text(n, what)
-	if !ok {
-		return Text{}
-	}
-	for _, w := range words {
-		if t.Value == w {
-			return t
-		}
-	}
-	d.fail(n, "%s must be %s, not %q", what, strings.Join(words, " or "), t.Value)
-	return Text{}
-}
+func (s *Seat) named() bool { return s.Name.Pos != Pos{} }
 
-func (d *decoder) streamSettings(key, n *yaml.Node, what string, s *StreamSettings) {
-	s.Pos = d.pos(key)
-	d.mapping(n, what, map[string]field{
-		"replicas":             func(_, v *yaml.Node) { s.Replicas = int(d.integer(v, what+".replicas", 1)) },
-		"max-age":              func(_, v *yaml.Node) { s.MaxAge = d.duration(v, what+".max-age") },
-		"max-bytes":            func(_, v *yaml.Node) { s.MaxBytes = d.integer(v, what+".max-bytes", 1) },
-		"max-msgs-per-subject": func(_, v *yaml.Node) { s.MaxMsgsPerSubject = d.integer(v, what+".max-msgs-per-subject", 1) },
-		"storage":              func(_, v *yaml.Node) { s.Storage, _ = d.text(v, what+".storage") },
-		"ack-wait":             func(_, v *yaml.Node) { s.AckWait = d.duration(v, what+".ack-wait") },
-	})
-	if s.Replicas > 5 {
-		d.fail(n, "%s.replicas is %d; JetStream allows at most 5", what, s.Replicas)
-		s.Replicas = 0
-	}
-	if v := s.Storage.Value; v != "" && v != "file" && v != "memory" {
-		d.fail(n, "%s.storage must be file or memory, not %q", what, Excerpt(v))
-		s.Storage = Text{}
+// seatTable is one seat, declared by a module (what: "a seat") or as a role in mesh.yaml ("a
+// role"). A seat without a name is kept by nobody: nothing could refer to it.
+func seatTable(s *Seat, what string) *table {
+	return &table{what: what, label: what + "'s ", doc: "A seat: a job some module holds. Work is submitted to the seat and its events are announced by the seat, so nobody needs to know which module holds it today.",
+		required: []string{"name", "scope"},
+		fields: []field{
+			{"name", text(&s.Name), "The seat's name: lower-case letters, digits and -. Only mesh.yaml's roles may take mesh-* and node-* names."},
+			{"scope", textIn(&s.Scope, "mesh", "node"), "mesh: one holder in the whole mesh; node: one holder per machine."},
+			{"delivers", text(&s.Delivers), "The interface the seat's holder must provide. A seat with no delivers, accepts or emits is a marker: it only says which module holds it."},
+			{"accepts", texts(&s.Accepts), "Kinds of work that may be submitted to the seat, each one word; submitted on mesh.seat.<seat>.accept.<kind> and queued in the stream SEAT_<SEAT> until a holder takes it."},
+			{"emits", texts(&s.Emits), "Events the seat announces, whoever holds it, as local names; published on mesh.seat.<seat>.event.<event>."},
+		},
+		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
+			switch {
+			case seen["name"] == nil:
+				d.fail(n, "%s needs a name: add `name: <seat>`", what)
+			case s.named() && seen["scope"] == nil:
+				*d.findings = append(*d.findings, RuleYAML.At(s.Name.Pos,
+					"seat %q has no scope: add `scope: mesh` (one holder in the mesh) or `scope: node` (one per machine)", Excerpt(s.Name.Value)))
+			}
+		},
 	}
 }
 
-func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) {
-	d.mapping(doc, "inventory.yaml", map[string]field{
-		"nodes": func(_, v *yaml.Node) {
-			d.list(v, "nodes", func(item *yaml.Node) {
-				node := &Node{}
-				named := false
-				d.mapping(item, "a node", map[string]field{
-					"name":      func(_, v *yaml.Node) { node.Name, named = d.text(v, "a node's name") },
-					"runs":      func(_, v *yaml.Node) { node.Runs = d.texts(v, "runs") },
-					"enrolling": func(_, v *yaml.Node) { node.Enrolling = d.boolean(v, "enrolling") },
-				})
-				if named {
-					inv.Nodes = append(inv.Nodes, node)
-				} else if r := d.resolve(item); r.Kind == yaml.MappingNode {
-					d.fail(r, "a node needs a name: add `name: <machine>`")
+func (d *decoder) mesh(doc *yaml.Node, m *Mesh) { d.mapping(doc, meshTable(m)) }
+
+func meshTable(m *Mesh) *table {
+	return &table{what: "mesh.yaml", doc: "mesh.yaml: the mesh itself — its name, its own roles, the controller's side, seat renames, stream settings and approved breaks. One per catalogue.",
+		required: []string{"name"},
+		fields: []field{
+			{"name", text(&m.Name), "The mesh's name: the NATS account every bus user of the mesh lives in."},
+			{"roles", listOf(func() (*table, func()) {
+				s := &Seat{}
+				return seatTable(s, "a role"), func() {
+					if s.named() {
+						m.Roles = append(m.Roles, s)
+					}
 				}
-			})
+			}), "The mesh's own seats, with the same fields as a module's seat. Roles may take mesh-* and node-* names; modules may not."},
+			{"controller", mapping(controllerTable(&m.Controller)), "The control plane's side of the bus: it files no manifest, so what it submits work to and which events it follows are stated here."},
+			{"aliases", pairs(func(k, v Text) { m.Aliases = append(m.Aliases, Alias{Old: k, New: v}) }, "old seat names", "new ones"),
+				"Seat renames, old: new. A manifest written against the old name still resolves, with a warning that gives the fix."},
+			{"shared-names", texts(&m.SharedNames), "Seats allowed to share a name with the interface they deliver (older roles such as git)."},
+			{"approve", listOf(func() (*table, func()) {
+				a := &Approval{}
+				return approvalTable(a), func() {
+					if a.Rule.Pos != (Pos{}) && a.On.Pos != (Pos{}) && a.Reason.Pos != (Pos{}) {
+						m.Approvals = append(m.Approvals, *a)
+					}
+				}
+			}), "Breaks a change makes on purpose, each with its reason: `meshc plan/lint --against` reports an approved break as info instead of an error."},
+			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
+			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
+			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, and every other user gets an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
+			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster."},
 		},
-		"people": func(_, v *yaml.Node) {
-			d.list(v, "people", func(item *yaml.Node) {
+		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
+			if seen["name"] == nil {
+				d.failFile("mesh.yaml names no mesh: add `name: <mesh>`; it becomes the NATS account its users live in")
+			}
+		},
+	}
+}
+
+func controllerTable(c *Controller) *table {
+	return &table{what: "controller", label: "controller.", doc: "The control plane's side of the bus.",
+		fields: []field{
+			{"submits", texts(&c.Submits), "Roles the controller submits work to (a rebuild after an upgrade, say)."},
+			{"follows", texts(&c.Follows), "Events the controller consumes, as EMITTER.EVENT like a module's consumes."},
+		},
+	}
+}
+
+func approvalTable(a *Approval) *table {
+	return &table{what: "an approval", label: "an approval's ", doc: "One break made on purpose, with its reason.",
+		required: []string{"rule", "on", "reason"},
+		fields: []field{
+			{"rule", oneOf(&a.Rule, "replay", "retention", "widening", "contract"), "The breaking rule approved: replay, retention, widening or contract."},
+			{"on", text(&a.On), "What the break is about: a consumer STREAM/name, a stream, a bus user, an event or tool MODULE.NAME, a seat, or work SEAT.KIND."},
+			{"reason", text(&a.Reason), "Why the break is wanted, kept in the repository so it is reviewed with the change."},
+		},
+		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
+			a.Pos = d.pos(n)
+			for _, k := range []string{"rule", "on", "reason"} {
+				if seen[k] == nil {
+					d.fail(n, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, reason: <why it is wanted>}`", k)
+					return
+				}
+			}
+		},
+	}
+}
+
+func lintTable(l *Lint) *table {
+	return &table{what: "lint", label: "lint.", doc: "How this catalogue wants lint's rules.",
+		fields: []field{
+			{"rules", choices(func(k, v Text) { l.Rules = append(l.Rules, RuleSetting{Rule: k, Severity: v}) }, "rule ids", "off", "info", "warning", "error"),
+				"Rule id: off, info, warning or error (`meshc lint --list` names the rules). A rule whose finding means the plan would be wrong (yaml, name, stream-overlap, …) cannot be lowered; a breaking rule is approved in approve: instead."},
+		},
+	}
+}
+
+func streamsTable(s *Streams) *table {
+	return &table{what: "streams", label: "streams.", doc: "Settings of the mesh's streams.",
+		fields: []field{
+			{"events", mapping(streamTable(&s.Events, "events")), "EVENTS: every module's and role's events (mesh.mod.*.event.>, mesh.seat.*.event.>), kept by limits."},
+			{"control", mapping(streamTable(&s.Control, "control")), "CONTROL: machines' reports and enrolment requests (mesh.control.report.*, mesh.control.enrol.*), a work queue the controller takes each from once."},
+			{"nodes", mapping(streamTable(&s.Nodes, "nodes")), "NODES: the newest declaration of each machine (mesh.node.*.declare), one message per subject."},
+			{"seats", mapping(streamTable(&s.Seats, "seats")), "Every SEAT_<SEAT> stream: one work queue per seat that accepts work (mesh.seat.<seat>.accept.>)."},
+		},
+	}
+}
+
+func streamTable(s *StreamSettings, name string) *table {
+	what := "streams." + name
+	return &table{what: what, label: what + ".", at: &s.Pos, doc: "The knobs a mesh may turn on one of its streams; a knob left out is the server's default.",
+		fields: []field{
+			{"replicas", whole(&s.Replicas, 1, 5), "How many servers keep a copy, 1 to 5 (JetStream's limit); 1 when left out."},
+			{"max-age", duration(&s.MaxAge), "How long a message is kept, in the NATS CLI's units (90s, 10m, 720h, 7d, 2w, 1y)."},
+			{"max-bytes", whole(&s.MaxBytes, 1, 0), "The most bytes the stream keeps; the oldest messages go first."},
+			{"max-msgs-per-subject", whole(&s.MaxMsgsPerSubject, 1, 0), "The most messages kept per subject, so one busy emitter cannot push everyone else's out."},
+			{"storage", oneOf(&s.Storage, "file", "memory"), "file (the default) or memory."},
+			{"ack-wait", duration(&s.AckWait), "How long a consumer of this stream may hold a message before it is delivered again: a build takes minutes, not the default 30 seconds."},
+		},
+	}
+}
+
+func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) { d.mapping(doc, inventoryTable(inv)) }
+
+func inventoryTable(inv *Inventory) *table {
+	return &table{what: "inventory.yaml", doc: "inventory.yaml: the records — which machines exist, what each runs, and who may call tools. Optional.",
+		fields: []field{
+			{"nodes", listOf(func() (*table, func()) {
+				n := &Node{}
+				return nodeTable(n), func() {
+					if n.Name.Pos != (Pos{}) {
+						inv.Nodes = append(inv.Nodes, n)
+					}
+				}
+			}), "The machines. Each has a bus user node.<machine>, and each module it runs a user mod.<machine>.<module>."},
+			{"people", listOf(func() (*table, func()) {
 				p := &Person{}
-				named := false
-				d.mapping(item, "a person", map[string]field{
-					"name":     func(_, v *yaml.Node) { p.Name, named = d.text(v, "a person's name") },
-					"may-call": func(_, v *yaml.Node) { p.MayCall = d.texts(v, "may-call") },
-				})
-				if named {
-					inv.People = append(inv.People, p)
-				} else if r := d.resolve(item); r.Kind == yaml.MappingNode {
-					d.fail(r, "a person needs a name: add `name: <person>`")
+				return personTable(p), func() {
+					if p.Name.Pos != (Pos{}) {
+						inv.People = append(inv.People, p)
+					}
 				}
-			})
+			}), "People who may call tools, each a bus user person.<name>: tools only, no events, no work."},
 		},
-	})
+	}
+}
+
+func nodeTable(n *Node) *table {
+	return &table{what: "a node", label: "a node's ", doc: "A machine and what it runs.",
+		required: []string{"name"},
+		fields: []field{
+			{"name", text(&n.Name), "The machine's name: lower-case letters, digits and -."},
+			{"runs", texts(&n.Runs), "The modules the machine runs, by name."},
+			{"enrolling", boolean(&n.Enrolling), "true while the machine holds a live enrolment token: it gets a user enrol.<machine> that may only ask to join."},
+		},
+		check: func(d *decoder, y *yaml.Node, seen map[string]*yaml.Node) {
+			if seen["name"] == nil {
+				d.fail(y, "a node needs a name: add `name: <machine>`")
+			}
+		},
+	}
+}
+
+func personTable(p *Person) *table {
+	return &table{what: "a person", label: "a person's ", doc: "Somebody who may call tools.",
+		required: []string{"name"},
+		fields: []field{
+			{"name", text(&p.Name), "The person's name: lower-case letters, digits and -."},
+			{"may-call", texts(&p.MayCall), "Tools the person may call, as MODULE.TOOL, or \"*\" for every tool of every module."},
+		},
+		check: func(d *decoder, y *yaml.Node, seen map[string]*yaml.Node) {
+			if seen["name"] == nil {
+				d.fail(y, "a person needs a name: add `name: <person>`")
+			}
+		},
+	}
 }
 
 func (d *decoder) credentials(doc *yaml.Node, c *Credentials) {

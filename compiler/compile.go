@@ -12,10 +12,10 @@ import (
 
 // The rules only the compiled plan can check (SPEC §3).
 var (
-	RuleStreamOverlap = &catalogue.Rule{ID: "stream-overlap", Severity: catalogue.Error,
+	RuleStreamOverlap = &catalogue.Rule{ID: "stream-overlap", Severity: catalogue.Error, Firm: true,
 		Summary: "two streams whose subjects overlap",
 		Why:     "The server refuses the second stream at apply; said here, naming both, before anything touches a bus."}
-	RuleUserDuplicate = &catalogue.Rule{ID: "user-duplicate", Severity: catalogue.Error,
+	RuleUserDuplicate = &catalogue.Rule{ID: "user-duplicate", Severity: catalogue.Error, Firm: true,
 		Summary: "two bus users with one name",
 		Why:     "The server refuses a duplicate user; which of two sources wins must never depend on the order a file was read."}
 	RuleCredentialMissing = &catalogue.Rule{ID: "credential-missing", Severity: catalogue.Warning,

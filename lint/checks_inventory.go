@@ -19,7 +19,7 @@ var (
 	ruleRequiresUnmet = &catalogue.Rule{ID: "requires-unmet", Severity: catalogue.Warning,
 		Summary: "a running module requiring an interface no running module provides",
 		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
-	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error,
+	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error, Firm: true,
 		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key)",
 		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
 )

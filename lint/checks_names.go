@@ -10,13 +10,13 @@ import (
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).
 var (
-	ruleName = &catalogue.Rule{ID: "name", Severity: catalogue.Error,
+	ruleName = &catalogue.Rule{ID: "name", Severity: catalogue.Error, Firm: true,
 		Summary: "a name outside its grammar, or a module or seat taking a reserved mesh-*/node-* name",
 		Why:     "Names become subject tokens and usernames; a dot, a wildcard or a space in one changes which subjects a permission covers."}
-	ruleEventLocal = &catalogue.Rule{ID: "event-local", Severity: catalogue.Error,
+	ruleEventLocal = &catalogue.Rule{ID: "event-local", Severity: catalogue.Error, Firm: true,
 		Summary: "an event named the old routing-key way, prefixed with its own module, holding a wildcard, or written as a subject",
 		Why:     "Events are local names and the mesh derives the subject; 37 manifests once spelt them as routing keys and no cross-module subscription matched anything."}
-	ruleNoSubject = &catalogue.Rule{ID: "no-subject", Severity: catalogue.Error,
+	ruleNoSubject = &catalogue.Rule{ID: "no-subject", Severity: catalogue.Error, Firm: true,
 		Summary: "a field holding a subject (mesh.…, $JS.…, _INBOX.…, _DELIVER.…)",
 		Why:     "A manifest that holds a subject stops being true the day the subject space is reorganised."}
 	ruleSeatReserved = &catalogue.Rule{ID: "seat-reserved", Severity: catalogue.Error,

@@ -8,10 +8,10 @@ import (
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).
 var (
-	ruleModuleDuplicate = &catalogue.Rule{ID: "module-duplicate", Severity: catalogue.Error,
+	ruleModuleDuplicate = &catalogue.Rule{ID: "module-duplicate", Severity: catalogue.Error, Firm: true,
 		Summary: "two manifests for one module",
 		Why:     "Only one of them would be compiled, and which depends on file order."}
-	ruleSeatDuplicate = &catalogue.Rule{ID: "seat-duplicate", Severity: catalogue.Error,
+	ruleSeatDuplicate = &catalogue.Rule{ID: "seat-duplicate", Severity: catalogue.Error, Firm: true,
 		Summary: "two declarers of one seat",
 		Why:     "Two declarations of one seat disagree about what it accepts and emits, and only one is compiled."}
 	ruleSeatUnknown = &catalogue.Rule{ID: "seat-unknown", Severity: catalogue.Error,
@@ -26,7 +26,7 @@ var (
 	ruleSeatInterfaceName = &catalogue.Rule{ID: "seat-interface-name", Severity: catalogue.Warning,
 		Summary: "a seat named like the interface it delivers, unless listed in shared-names",
 		Why:     "A blanket rename once renamed a seat and the interface together, and the failure read \"served on <nil>\"."}
-	ruleNameClash = &catalogue.Rule{ID: "name-clash", Severity: catalogue.Error,
+	ruleNameClash = &catalogue.Rule{ID: "name-clash", Severity: catalogue.Error, Firm: true,
 		Summary: "a seat and a module with one name",
 		Why:     "A consumed name's first token is resolved as a seat or a module; sharing a name makes the subject depend on which."}
 	ruleBusUsersClaim = &catalogue.Rule{ID: "bus-users-claim", Severity: catalogue.Error,

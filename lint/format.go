@@ -15,6 +15,7 @@ import (
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"meshc/catalogue"
+	"meshc/internal/buildinfo"
 	"meshc/internal/safetext"
 	"meshc/internal/suggest"
 )
@@ -57,17 +58,21 @@ func ParseFormat(s string) (Format, error) {
 
 // Write writes findings in format f. Findings are sorted and de-duplicated first, so the same
 // catalogue gives the same bytes whatever order the checks ran in.
+//
+// A finding the catalogue silenced (lint.rules, # meshc:ignore) is left out of every format but
+// SARIF, which keeps it as a suppression: code scanning then shows what was silenced, and why.
 func Write(w io.Writer, f Format, findings catalogue.Findings) error {
 	findings = findings.Sorted()
+	reported := slices.DeleteFunc(slices.Clone(findings), func(f catalogue.Finding) bool { return f.Suppressed != nil })
 	switch f {
 	case Text:
-		return writeText(w, findings)
+		return writeText(w, reported)
 	case JSON:
-		return writeJSON(w, findings)
+		return writeJSON(w, reported)
 	case SARIF:
 		return writeSARIF(w, findings)
 	case GitHub:
-		return writeGitHub(w, findings)
+		return writeGitHub(w, reported)
 	}
 	return fmt.Errorf("lint: no writer for format %v", f)
 }
@@ -210,15 +215,25 @@ func sarifLevel(s catalogue.Severity) string {
 // relative path in the log lands on the right file whatever directory the checkout is in.
 const srcRoot = "%SRCROOT%"
 
+// Home is meshc's repository, and RulesDoc the page that explains each rule (docs/rules.md,
+// generated from Rules), whose sections are named by rule id.
+const (
+	Home     = "https://github.com/meshc-dev/meshc"
+	RulesDoc = Home + "/blob/main/docs/rules.md"
+)
+
 // writeSARIF writes one run whose driver lists every rule in Rules, not only those that fired:
 // code scanning shows a rule's description beside each alert and remembers rules across runs.
 func writeSARIF(w io.Writer, findings catalogue.Findings) error {
 	run := sarif.NewRun()
 	run.Tool = sarif.NewTool()
-	run.Tool.Driver = sarif.NewToolComponent().WithName("meshc")
+	run.Tool.Driver = sarif.NewToolComponent().WithName("meshc").
+		WithVersion(buildinfo.Version()).
+		WithInformationURI(Home)
 	for _, r := range Rules {
 		run.Tool.Driver.AddRule(sarif.NewRule(r.ID).
 			WithName(r.ID).
+			WithHelpURI(RulesDoc + "#" + r.ID).
 			WithShortDescription(sarif.NewMultiformatMessageString().WithText(r.Summary)).
 			WithFullDescription(sarif.NewMultiformatMessageString().WithText(r.Why)).
 			WithHelp(sarif.NewMultiformatMessageString().WithText(r.Summary + ". " + r.Why)).
@@ -230,6 +245,13 @@ func writeSARIF(w io.Writer, findings catalogue.Findings) error {
 			WithMessage(sarif.NewTextMessage(f.Message))
 		if loc := sarifLocation(f.Pos, ""); loc != nil {
 			res.AddLocation(loc)
+		}
+		if s := f.Suppressed; s != nil {
+			kind := "external"
+			if s.InSource {
+				kind = "inSource"
+			}
+			res.AddSuppression(sarif.NewSuppression().WithKind(kind).WithJustification(s.Reason))
 		}
 		for i, r := range f.Related {
 			if loc := sarifLocation(r.Pos, r.Message); loc != nil {
@@ -334,3 +356,37 @@ var (
 
 func escapeData(s string) string     { return dataEscaper.Replace(s) }
 func escapeProperty(s string) string { return propertyEscaper.Replace(s) }
+
+// WriteRulesJSON writes the rule table as `meshc lint --list --format json` prints it, a stable
+// shape like the findings':
+//
+//	{"rules": [{"id": "yaml", "severity": "error", "summary": "…", "why": "…",
+//	            "configurable": false, "help": "https://…/docs/rules.md#yaml"}]}
+//
+// configurable says whether mesh.yaml's lint.rules and # meshc:ignore may change the rule.
+func WriteRulesJSON(w io.Writer) error {
+	type jsonRule struct {
+		ID           string `json:"id"`
+		Severity     string `json:"severity"`
+		Summary      string `json:"summary"`
+		Why          string `json:"why"`
+		Configurable bool   `json:"configurable"`
+		Help         string `json:"help"`
+	}
+	out := struct {
+		Rules []jsonRule `json:"rules"`
+	}{Rules: make([]jsonRule, 0, len(Rules))}
+	for _, r := range Rules {
+		out.Rules = append(out.Rules, jsonRule{ID: r.ID, Severity: r.Severity.String(), Summary: r.Summary, Why: r.Why,
+			Configurable: !r.Firm && !slices.Contains(breakRules, r), Help: RulesDoc + "#" + r.ID})
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -346,3 +346,17 @@ func TestSARIFValidationBites(t *testing.T) {
 		t.Error("a region with startLine 0 validated")
 	}
 }
+
+// Code scanning names the tool by its version and links each rule to its explanation.
+func TestSARIFNamesTheToolAndLinksTheRules(t *testing.T) {
+	report := readSARIF(t, write(t, SARIF, nil))
+	d := report.Runs[0].Tool.Driver
+	if d.Version == nil || *d.Version == "" || d.InformationURI == nil || *d.InformationURI != Home {
+		t.Errorf("driver version %v, informationUri %v", d.Version, d.InformationURI)
+	}
+	for _, r := range d.Rules {
+		if r.HelpURI == nil || *r.HelpURI != RulesDoc+"#"+*r.ID {
+			t.Errorf("rule %s: helpUri %v", *r.ID, r.HelpURI)
+		}
+	}
+}

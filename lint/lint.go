@@ -66,7 +66,7 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 		}
 	}
 
-	return append(slices.Clone(loaded), l.findings...).Sorted(), done.plan
+	return settle(c, append(slices.Clone(loaded), l.findings...)).Sorted(), done.plan
 }
 
 // linter is one run's state.

@@ -47,6 +47,7 @@ var Rules = []*Rule{
 	ruleWidening,
 	ruleContract,
 	ruleCredentialInvalid,
+	ruleIgnore,
 }
 
 // Lookup returns the rule with the given id.

@@ -106,6 +106,17 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
+	const noLock = "--break-lock removes a stuck apply's lock and applies nothing"
+	if !refuseCombos(fs, stderr,
+		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
+		combo{flag: "dry-run", notWith: []string{"accounts", "lock-timeout", "concurrency"}, why: "--dry-run prints the plan and touches nothing: it writes no file, takes no lock and sends no request"},
+		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
+		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
+		combo{flag: "monitor", needs: []string{"reload"}, why: "it is where meshc watches the reload --reload asks for"},
+		combo{flag: "reload-timeout", needs: []string{"reload"}, why: "it bounds the wait for the reload --reload asks for"},
+	) {
+		return exitCantRun
+	}
 	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit

@@ -30,8 +30,12 @@ Flags:
                    over), retention (a stream keeps less, or is replaced), widening (a user
                    gains a grant), contract (an event, tool, seat or kind of work is gone).
                    A break approved in mesh.yaml's approve: list is reported as info.
-  --list           print every rule (id, severity, what it catches) and exit; DIR is not read.
+  --list           print every rule (id, severity, what it catches) and exit; it reads no
+                   catalogue, so it takes no DIR. With --format json, the table as JSON:
+                   {"rules": [{"id", "severity", "summary", "why", "configurable", "help"}]}.
   -v               with --list, also say why each rule exists.
+
+Flags that do not combine (--list with --against, sarif or github) are refused.
 
 Flags may come before or after DIR.
 
@@ -57,11 +61,30 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc lint: --format: %v\n", err)
 		return exitCantRun
 	}
+	if !refuseCombos(fs, stderr,
+		combo{flag: "list", notWith: []string{"against"}, why: "--list prints the rule table and reads no catalogue"},
+		combo{flag: "v", needs: []string{"list"}, why: "it says why each rule exists in the rule table"},
+	) {
+		return exitCantRun
+	}
 	if len(rest) > 1 {
 		return tooMany(fs, stderr, rest[1:])
 	}
 	if *list {
-		if err := listRules(stdout, *verbose); err != nil {
+		if len(rest) > 0 {
+			fmt.Fprintf(stderr, "meshc lint: --list prints the rule table and reads no catalogue: drop %s\n", rest[0])
+			return exitCantRun
+		}
+		if format != lint.Text && format != lint.JSON {
+			fmt.Fprintf(stderr, "meshc lint: --list prints the rule table as text or json, not %s (which report findings)\n", format)
+			return exitCantRun
+		}
+		if format == lint.JSON {
+			err = lint.WriteRulesJSON(stdout)
+		} else {
+			err = listRules(stdout, *verbose)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun
 		}

@@ -51,7 +51,9 @@ func init() {
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
 		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan},
+		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain},
 		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph},
+		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema},
 		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan},
 	} {
 		commands[name] = c

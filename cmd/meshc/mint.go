@@ -48,9 +48,7 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if *missing == (len(users) > 0) {
-		fmt.Fprintf(stderr, "meshc mint: name the users to mint, or give --missing (not both)\n\n")
-		fs.SetOutput(stderr)
-		fs.Usage()
+		fmt.Fprintf(stderr, "meshc mint: name the users to mint, or give --missing (not both); 'meshc help mint' says more\n")
 		return exitCantRun
 	}
 

@@ -63,6 +63,13 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
+	if !refuseCombos(fs, stderr, combo{flag: "o", notWith: []string{"against"}, why: "-o names the golden plan to compare with, --against another catalogue; give one of them"}) {
+		return exitCantRun
+	}
+	if *goldenDir != "" && conn.explicit() {
+		fmt.Fprintf(stderr, "meshc plan: -o compares with the golden plan, a server (--server, --context, NATS_URL or NATS_CONTEXT) with a live bus: give one of them\n")
+		return exitCantRun
+	}
 	dir, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit

@@ -112,9 +112,11 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 
 	// Every user has a NATS CLI context, the added person too, and meshc itself connects through
 	// the controller's: no password is ever printed on a command line.
-	if _, err := os.Stat(filepath.Join(state, "contexts", "person.dave.json")); err != nil {
-		t.Fatalf("no context for the person added while the bus ran: %v", err)
-	}
+	// up writes the contexts after it says "applied", so the file is waited for, not raced.
+	waitFor(t, "a context for the person added while the bus ran", func() bool {
+		_, err := os.Stat(filepath.Join(state, "contexts", "person.dave.json"))
+		return err == nil
+	})
 	controller := filepath.Join(state, "contexts", "mesh-controller.json")
 	if !strings.Contains(stdout.String(), "nats --context "+controller) {
 		t.Fatalf("up does not print how to connect by context:\n%s", stdout.String())

@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"meshc/internal/buildinfo"
 )
 
 const versionHelp = `Usage: meshc version   (or meshc --version)
@@ -35,11 +37,8 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 
 // versionText renders the build information: what a bug report needs in three lines.
 func versionText(info *debug.BuildInfo) string {
-	version, commit, modified, goVersion := "(devel)", "", false, runtime.Version()
+	version, commit, modified, goVersion := buildinfo.Of(info), "", false, runtime.Version()
 	if info != nil {
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
 		goVersion = info.GoVersion
 		for _, s := range info.Settings {
 			switch s.Key {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+
+	"meshc/internal/suggest"
+	"meshc/lint"
+)
+
+const explainHelp = `Usage: meshc explain RULE
+
+Prints what a rule of meshc lint catches, why it exists, how a catalogue may turn it off or
+change its severity (mesh.yaml's lint.rules, a # meshc:ignore comment), and a catalogue that
+fires it beside the same catalogue fixed. 'meshc lint --list' names the rules; the same text is
+in docs/rules.md.
+`
+
+func runExplain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), explainHelp) }
+	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	if done {
+		return exit
+	}
+	if len(rest) != 1 {
+		fmt.Fprintf(stderr, "meshc explain: name one rule; 'meshc lint --list' lists them\n")
+		return exitCantRun
+	}
+	ids := make([]string, len(lint.Rules))
+	for i, r := range lint.Rules {
+		ids[i] = r.ID
+	}
+	i := slices.Index(ids, rest[0])
+	if i < 0 {
+		hint := ""
+		if near := suggest.Closest(rest[0], ids); near != "" {
+			hint = " (did you mean " + near + "?)"
+		}
+		fmt.Fprintf(stderr, "meshc explain: no rule %q%s; 'meshc lint --list' lists them\n", rest[0], hint)
+		return exitCantRun
+	}
+	if err := lint.Explain(stdout, lint.Rules[i]); err != nil {
+		fmt.Fprintf(stderr, "meshc explain: %v\n", err)
+		return exitCantRun
+	}
+	return exitOK
+}
