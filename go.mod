@@ -1,4 +1,4 @@
-module meshc
+module github.com/meshc-dev/meshc
 
 go 1.26.8
 

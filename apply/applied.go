@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Applied is the state a bus holds once the plan was applied to an empty one: what a committed

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // meshPlan is a plan with every setting meshc uses (SPEC §2): a limits stream with MaxAge and a

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // runConfigured starts a real server from a configuration file, the way a mesh's server runs.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // A mesh with more consuming modules than a stream may have consumers by default applies on a

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // applyLocked is what meshc apply does: lock, then read, diff and apply under the lock, then

@@ -16,10 +16,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/emit"
-	"meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // meshBus is a server composed from the accounts.conf meshc emits for the example catalogue,

@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"meshc/internal/safetext"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/internal/safetext"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 // Format is how a change set is rendered.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // liveFor is a bus as Read would report it after the plan was applied, with the server's

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // runServer starts a real JetStream server in the test process: loopback, a random port, a

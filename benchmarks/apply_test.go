@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"meshc/apply"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The plans the apply benchmarks assert are compiled from synthetic catalogues, so their streams

@@ -7,10 +7,10 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/localbus"
-	"meshc/internal/synth"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/internal/synth"
 )
 
 // BenchmarkIsolatedReload measures what the server takes to load, and then to reload, the

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 // BenchmarkMemory measures what lint, compile and emit cost in memory at 10,000 modules, the

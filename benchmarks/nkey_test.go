@@ -18,7 +18,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"golang.org/x/crypto/bcrypt"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // BenchmarkNKeyVersusBcrypt measures, with n clients connected, what connecting and reloading

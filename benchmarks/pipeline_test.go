@@ -12,10 +12,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/emit"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 // BenchmarkPipeline is `meshc lint` followed by rendering every output — load, lint (which

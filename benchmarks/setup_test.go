@@ -11,12 +11,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/apply"
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/localbus"
-	"meshc/internal/synth"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/internal/synth"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 // seed makes every benchmark measure the same catalogue on every run and machine.

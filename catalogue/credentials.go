@@ -21,8 +21,8 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
-	"meshc/internal/atomicfile"
-	"meshc/internal/filelock"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/filelock"
 )
 
 // MintCost is the bcrypt cost of every password meshc mints. Deliberately low: the server pays

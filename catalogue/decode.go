@@ -7,7 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 // RuleYAML is the rule of every structural finding the loader makes: unreadable YAML, unknown

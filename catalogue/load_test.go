@@ -11,9 +11,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"meshc/catalogue"
-	"meshc/internal/synth"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/synth"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every structural fault is one finding at the place it was written, with the fix in the message.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"meshc/catalogue"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 func compileIsolated(t *testing.T, archive, isolation string) *Plan {

@@ -10,8 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 func compileArchive(t *testing.T, archive string) (*Plan, catalogue.Findings) {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Grant is one subject a user may publish or subscribe to, with the declaration that grants it:

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Graph is the mesh as a picture: who talks to whom, derived the way the bus's permissions are

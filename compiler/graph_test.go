@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"meshc/catalogue"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 func edgeStrings(g *Graph) []string {

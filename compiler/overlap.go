@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Covers reports whether every subject the narrow pattern matches is also matched by the wide

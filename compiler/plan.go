@@ -6,7 +6,7 @@ package compiler
 import (
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Plan is the compiled catalogue: what the bus must hold.

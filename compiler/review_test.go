@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"meshc/catalogue"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // compileChanged compiles small.txtar with some of its files replaced.

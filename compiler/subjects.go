@@ -3,7 +3,7 @@ package compiler
 import (
 	"strings"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // The subject space of SPEC §2. A manifest never holds a subject: every one is derived here, and

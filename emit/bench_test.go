@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // BenchmarkAccounts10k renders a mesh of 10,000 users, each with a module's worth of grants.

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nkeys"
 
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // AccountsOptions are the choices `meshc emit` leaves to its user.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The mesh as a picture, in two notations: mermaid, which GitHub draws in a README or a pull

@@ -9,10 +9,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/natstest"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // examplePlan compiles the example mesh with the isolation it is given, keeping its recorded

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/conf"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // parsedUsers parses accounts.conf with the server's own parser and returns the users of its one

@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/localbus"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // TestPermissionsOnARealServer proves SPEC §2 "Permissions" against a real nats-server: every

@@ -3,7 +3,7 @@ package emit
 import (
 	"sync"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Rendered is every golden file of one plan.

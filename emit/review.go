@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode"
 
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Review renders golden/permissions.md: who may publish and subscribe what, one row per user and

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/crypto/bcrypt"
 
-	"meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // writeServerConfig writes accounts.conf and a server configuration beside it that includes it by

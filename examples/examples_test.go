@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 const dir = "mesh"

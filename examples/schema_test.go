@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Every file of the example names its JSON Schema on its first line, as the README tells users

@@ -14,7 +14,7 @@ import (
 
 	"github.com/aymanbagabas/go-udiff"
 
-	"meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
 )
 
 // File is one rendered golden file, named relative to the golden directory.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The breaking-change rules of `meshc lint --against`: what a change does to a bus that already

@@ -5,7 +5,7 @@ import (
 
 	"github.com/nats-io/nkeys"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).

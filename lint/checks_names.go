@@ -4,8 +4,8 @@ import (
 	"path"
 	"strings"
 
-	"meshc/catalogue"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).

@@ -3,7 +3,7 @@ package lint
 import (
 	"slices"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).

@@ -1,8 +1,8 @@
 package lint
 
 import (
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The examples of every rule: a catalogue that fires it and the same catalogue fixed, each a

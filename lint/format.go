@@ -14,10 +14,10 @@ import (
 
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
-	"meshc/catalogue"
-	"meshc/internal/buildinfo"
-	"meshc/internal/safetext"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/buildinfo"
+	"github.com/meshc-dev/meshc/internal/safetext"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 // Format is how `meshc lint` writes its findings: for a person, for a program, for code

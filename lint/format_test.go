@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // sample is out of order on purpose: every format must sort.

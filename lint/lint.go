@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 // Run checks a loaded catalogue and returns every finding, the loader's (loaded) included,

@@ -11,9 +11,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // The rule tests are catalogues in testdata/rules/*.txtar whose offending lines say what they

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // githubCommandLine is the only line allowed to start with "::": one of ours, with its

@@ -6,8 +6,8 @@ package lint
 import (
 	"slices"
 
-	"meshc/catalogue"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Rule is one check, as a value: catalogue.Rule, declared beside the code that reports it.

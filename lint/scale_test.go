@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // No check may be quadratic in the number of modules: a mesh of 10,000 modules, each emitting,

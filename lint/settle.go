@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 var ruleIgnore = &catalogue.Rule{ID: "ignore", Severity: catalogue.Warning,

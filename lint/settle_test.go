@@ -6,7 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 const settled = `

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
 )
 
 // accountsFile is where the composed accounts file goes, looked at before anything is written:

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"meshc/internal/natstest"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every refusal comes before the accounts file is written: a plan that needs --allow-replace, a

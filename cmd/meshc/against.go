@@ -11,10 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"meshc/apply"
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 // againstHelp is the --against flag of plan and lint.

@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
-	"meshc/apply"
-	"meshc/compiler"
-	"meshc/emit"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]

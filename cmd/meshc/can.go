@@ -6,8 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"meshc/compiler"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 const canHelp = `Usage: meshc can USER pub|sub SUBJECT [--dir DIR]

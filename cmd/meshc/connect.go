@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 
-	"meshc/apply"
-	"meshc/compiler"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // connectFlags are the connection settings of the NATS CLI (natscli v0.5.0), read the way it

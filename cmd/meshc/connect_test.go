@@ -10,9 +10,9 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"meshc/internal/localbus"
-	"meshc/internal/natstest"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every test here connects the way a user does, as the user meshc composed, to a real server

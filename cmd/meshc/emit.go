@@ -7,11 +7,11 @@ import (
 	"io"
 	"path/filepath"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/emit"
-	"meshc/golden"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/golden"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 const emitHelp = `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]

@@ -6,8 +6,8 @@ import (
 	"io"
 	"slices"
 
-	"meshc/internal/suggest"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 const explainHelp = `Usage: meshc explain RULE

@@ -7,10 +7,10 @@ import (
 	"io"
 	"slices"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/emit"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 const graphHelp = `Usage: meshc graph [DIR] [--format mermaid|dot] [--focus MODULE]

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload

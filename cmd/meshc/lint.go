@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"meshc/catalogue"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]

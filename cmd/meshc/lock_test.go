@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshc/apply"
-	"meshc/internal/natstest"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Two `meshc apply` runs of two catalogues at the same moment: the second waits for the first's

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 const mintHelp = `Usage: meshc mint [--dir DIR] USER...

@@ -12,7 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // recorded reads the hashes credentials.yaml holds.

@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"meshc/apply"
-	"meshc/compiler"
-	"meshc/emit"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
 )
 
 const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags]

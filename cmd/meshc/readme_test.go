@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 var updateREADME = flag.Bool("update-readme", false, "rewrite the README's rule table from lint.Rules")

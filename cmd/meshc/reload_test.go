@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"meshc/internal/natstest"
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // meshc runs the command in this process and returns its exit code, stdout and stderr.

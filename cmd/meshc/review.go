@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"meshc/apply"
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 // The part of `plan --against` that is not streams and consumers: who may now do what, and

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"meshc/catalogue"
-	"meshc/internal/atomicfile"
-	"meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 const schemaHelp = `Usage: meshc schema mesh|module|inventory      print one JSON Schema

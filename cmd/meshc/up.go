@@ -22,11 +22,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.yaml.in/yaml/v3"
 
-	"meshc/apply"
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/internal/atomicfile"
-	"meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/localbus"
 )
 
 const upHelp = `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]

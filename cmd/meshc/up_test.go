@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.yaml.in/yaml/v3"
 
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // syncBuffer is an io.Writer a test reads while the command writes.

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"meshc/internal/atomicfile"
-	"meshc/internal/filelock"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/filelock"
 )
 
 // The state directory of `meshc up` is one process's: its JetStream store, its server

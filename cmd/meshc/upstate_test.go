@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // A second meshc up on a state directory in use is refused, naming the first's PID, and does

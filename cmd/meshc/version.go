@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"meshc/internal/buildinfo"
+	"github.com/meshc-dev/meshc/internal/buildinfo"
 )
 
 const versionHelp = `Usage: meshc version   (or meshc --version)

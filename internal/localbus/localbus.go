@@ -19,10 +19,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"meshc/apply"
-	"meshc/compiler"
-	"meshc/emit"
-	"meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
 )
 
 // ComposeAccounts writes STATE/accounts.conf for the plan with the given hashes (user → bcrypt

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"meshc/catalogue"
-	"meshc/compiler"
-	"meshc/lint"
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 func TestFilesDeterministic(t *testing.T) {

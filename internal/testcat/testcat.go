@@ -9,7 +9,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
-	"meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue"
 )
 
 // Extract writes the files of a txtar archive into a new temporary directory and returns it.
