@@ -161,3 +161,89 @@ func moduleOf(subject string) (string, bool) {
 	m, _, _ := strings.Cut(rest, ".")
 	return m, true
 }
+
+// AccountChange is what a change does to one account of an isolated mesh: added, removed, or
+// the exports and imports it gains and loses. Each is one line a reviewer reads: an import names
+// the account it comes from, an export each account it goes to, so one new caller of a tool is
+// one line, not a rewritten list.
+type AccountChange struct {
+	Account string   `json:"account"`
+	Added   bool     `json:"added,omitempty"`
+	Removed bool     `json:"removed,omitempty"`
+	Gained  []string `json:"gained"`
+	Lost    []string `json:"lost"`
+}
+
+// CompareAccounts lists every account a change from base to head adds, removes or changes the
+// exports or imports of, head's order first, then base's removed accounts. A mesh in one account
+// has none; a mesh switching isolation gains or loses all of them, which is what the switch does.
+func CompareAccounts(base, head *Plan) []AccountChange {
+	baseAccounts := map[string]*Account{}
+	for i := range base.Accounts {
+		baseAccounts[base.Accounts[i].Name] = &base.Accounts[i]
+	}
+	headNames := map[string]bool{}
+	var out []AccountChange
+	for i := range head.Accounts {
+		h := &head.Accounts[i]
+		headNames[h.Name] = true
+		b := baseAccounts[h.Name]
+		ac := AccountChange{Account: h.Name, Added: b == nil}
+		if b == nil {
+			b = &Account{}
+		}
+		ac.Gained, ac.Lost = lineDelta(accountLines(b), accountLines(h))
+		if ac.Added || len(ac.Gained)+len(ac.Lost) > 0 {
+			out = append(out, ac)
+		}
+	}
+	for i := range base.Accounts {
+		b := &base.Accounts[i]
+		if !headNames[b.Name] {
+			_, lost := lineDelta(accountLines(b), nil)
+			out = append(out, AccountChange{Account: b.Name, Removed: true, Lost: lost})
+		}
+	}
+	return out
+}
+
+// accountLines is an account's exports, imports and users, one line each, sorted.
+func accountLines(a *Account) []string {
+	var out []string
+	for _, u := range a.Users {
+		out = append(out, "user "+u)
+	}
+	if a.JetStream {
+		out = append(out, "jetstream enabled")
+	}
+	for _, e := range a.Exports {
+		answered := ""
+		if e.ResponseStream {
+			answered = " (answered by a stream)"
+		}
+		for _, to := range e.Accounts {
+			out = append(out, fmt.Sprintf("export %s %s to %s%s", e.Kind, e.Subject, to, answered))
+		}
+	}
+	for _, im := range a.Imports {
+		out = append(out, fmt.Sprintf("import %s %s from %s", im.Kind, im.Subject, im.Account))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// lineDelta is what head has that base has not (gained) and the reverse (lost), both sorted.
+func lineDelta(base, head []string) (gained, lost []string) {
+	gained, lost = []string{}, []string{}
+	for _, l := range head {
+		if _, ok := slices.BinarySearch(base, l); !ok {
+			gained = append(gained, l)
+		}
+	}
+	for _, l := range base {
+		if _, ok := slices.BinarySearch(head, l); !ok {
+			lost = append(lost, l)
+		}
+	}
+	return gained, lost
+}

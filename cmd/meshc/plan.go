@@ -119,23 +119,24 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	users, breaks := base.users(), base.breaks()
+	accounts := compiler.CompareAccounts(base.base.Plan, base.head.Plan)
 	switch format {
 	case apply.FormatJSON:
-		err = renderReviewJSON(stdout, changes, users, breaks)
+		err = renderReviewJSON(stdout, changes, users, accounts, breaks)
 	case apply.FormatMarkdown:
 		if err = apply.Render(stdout, changes, format); err == nil {
-			err = renderReviewMarkdown(stdout, users, breaks)
+			err = renderReviewMarkdown(stdout, users, accounts, breaks)
 		}
 	default:
 		if err = apply.Render(stdout, changes, format); err == nil {
-			err = renderReviewText(stdout, users, breaks)
+			err = renderReviewText(stdout, users, accounts, breaks)
 		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 		return exitCantRun
 	}
-	if changes.Empty() && len(users) == 0 && len(breaks) == 0 {
+	if changes.Empty() && len(users) == 0 && len(accounts) == 0 && len(breaks) == 0 {
 		return exitOK
 	}
 	return exitFailed

@@ -75,7 +75,33 @@ func declared(g compiler.GrantChange) string {
 	return strings.Join(out, "; ")
 }
 
-func renderReviewText(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) error {
+// accountSummary counts what a change does to an isolated mesh's accounts.
+func accountSummary(acs []compiler.AccountChange) string {
+	added, removed, changed := 0, 0, 0
+	for _, ac := range acs {
+		switch {
+		case ac.Added:
+			added++
+		case ac.Removed:
+			removed++
+		default:
+			changed++
+		}
+	}
+	return fmt.Sprintf("%d accounts added, %d removed, %d with changed exports or imports", added, removed, changed)
+}
+
+func accountMark(ac compiler.AccountChange) string {
+	switch {
+	case ac.Added:
+		return "+"
+	case ac.Removed:
+		return "-"
+	}
+	return "~"
+}
+
+func renderReviewText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", userSummary(ucs))
 	for _, uc := range ucs {
@@ -92,6 +118,18 @@ func renderReviewText(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) e
 			}
 		}
 	}
+	if len(acs) > 0 {
+		fmt.Fprintf(&b, "\nAccounts, exports and imports: %s.\n", accountSummary(acs))
+		for _, ac := range acs {
+			fmt.Fprintf(&b, "\n%3s account %s\n", accountMark(ac), ac.Account)
+			for _, l := range ac.Gained {
+				fmt.Fprintf(&b, "      + %s\n", l)
+			}
+			for _, l := range ac.Lost {
+				fmt.Fprintf(&b, "      - %s\n", l)
+			}
+		}
+	}
 	fmt.Fprintf(&b, "\nWhat this change breaks: %s.\n", breakSummary(bs))
 	if len(bs) > 0 {
 		b.WriteString("\n")
@@ -103,7 +141,7 @@ func renderReviewText(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) e
 	return err
 }
 
-func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, bs []lint.Break) error {
+func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### Users and permissions\n\n**%s**\n", userSummary(ucs))
 	if len(ucs) > 0 {
@@ -124,6 +162,20 @@ func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, bs []lint.Brea
 					}
 					fmt.Fprintf(&b, "| `%s` | `%s`%s | %s %s | %s | %s |\n", userMark(uc), mdCode(uc.User), mdText(userNote(uc)),
 						side.mark, g.Action, subject, strings.Join(decl, "<br>"))
+				}
+			}
+		}
+	}
+	if len(acs) > 0 {
+		fmt.Fprintf(&b, "\n### Accounts, exports and imports\n\n**%s**\n", accountSummary(acs))
+		b.WriteString("\n| | account | change |\n| --- | --- | --- |\n")
+		for _, ac := range acs {
+			for _, side := range []struct {
+				mark  string
+				lines []string
+			}{{"+", ac.Gained}, {"−", ac.Lost}} {
+				for _, l := range side.lines {
+					fmt.Fprintf(&b, "| `%s` | `%s` | %s `%s` |\n", accountMark(ac), mdCode(ac.Account), side.mark, mdCode(l))
 				}
 			}
 		}
@@ -169,9 +221,9 @@ type jsonApproval struct {
 	Reason string        `json:"reason"`
 }
 
-// renderReviewJSON writes apply's JSON document with two keys added, "users" and "breaks" (the
+// renderReviewJSON writes apply's JSON document with keys added, "users", "accounts" and "breaks" (the
 // shape only ever gains fields): apply's keys first in its own order, then these.
-func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, bs []lint.Break) error {
+func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var doc bytes.Buffer
 	if err := apply.Render(&doc, cs, apply.FormatJSON); err != nil {
 		return err
@@ -207,14 +259,20 @@ func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, 
 	if fields["breaks"], err = marshal(jb); err != nil {
 		return err
 	}
+	if acs == nil {
+		acs = []compiler.AccountChange{}
+	}
+	if fields["accounts"], err = marshal(acs); err != nil {
+		return err
+	}
 	order := []string{"version", "summary", "changes", "notes", "not_managed"}
 	for k := range fields {
-		if !slices.Contains(order, k) && k != "users" && k != "breaks" {
+		if !slices.Contains(order, k) && k != "users" && k != "breaks" && k != "accounts" {
 			order = append(order, k)
 		}
 	}
 	slices.Sort(order[5:])
-	order = append(order, "users", "breaks")
+	order = append(order, "users", "accounts", "breaks")
 	var out bytes.Buffer
 	out.WriteString("{")
 	first := true
