@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func BenchmarkIsolatedReload(b *testing.B) {
 					b.Fatal(err)
 				}
 				start := time.Now()
-				s, err := localbus.Start(conf, 5*time.Minute)
+				s, err := localbus.Start(context.Background(), conf, 5*time.Minute)
 				if err != nil {
 					b.Fatal(err)
 				}

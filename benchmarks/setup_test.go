@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -92,7 +93,7 @@ func startBus(b *testing.B) *bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := localbus.Start(conf, 10*time.Second)
+	s, err := localbus.Start(context.Background(), conf, 10*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -339,7 +339,7 @@ func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := localbus.Start(confPath, 10*time.Second)
+	srv, err := localbus.Start(context.Background(), confPath, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func emittedBus(t *testing.T, serverConf func(state string) string) (dir, url st
 			t.Fatal(err)
 		}
 	}
-	s, err := localbus.Start(conf, 10*time.Second)
+	s, err := localbus.Start(context.Background(), conf, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

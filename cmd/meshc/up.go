@@ -116,7 +116,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		say("%v", err)
 		return exitCantRun
 	}
-	srv, err := localbus.Start(confPath, 10*time.Second)
+	srv, err := localbus.Start(ctx, confPath, 10*time.Second)
 	if err != nil {
 		say("%v", err)
 		return exitCantRun

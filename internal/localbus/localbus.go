@@ -70,8 +70,8 @@ func WriteServerConf(stateDir string, port int, extra string) (string, error) {
 
 // Start starts a server from a configuration file, as `nats-server -c` does, and waits until it
 // takes connections. When it cannot start (a port in use, a store it cannot write) the error is
-// the server's own reason, not a bare time-out.
-func Start(confPath string, ready time.Duration) (*server.Server, error) {
+// the server's own reason, not a bare time-out. Ending ctx (Ctrl-C) stops the wait, and the server.
+func Start(ctx context.Context, confPath string, ready time.Duration) (*server.Server, error) {
 	opts, err := server.ProcessConfigFile(confPath)
 	if err != nil {
 		return nil, fmt.Errorf("the server configuration %s was refused: %w", confPath, err)
@@ -84,13 +84,22 @@ func Start(confPath string, ready time.Duration) (*server.Server, error) {
 	logs := &errorLog{}
 	srv.SetLoggerV2(logs, false, false, false)
 	go srv.Start()
-	if !srv.ReadyForConnections(ready) {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		if why := logs.String(); why != "" {
-			return nil, fmt.Errorf("the embedded server did not start: %s", why)
+	deadline := time.Now().Add(ready)
+	// Asked in short steps, so an interrupt is heard while a large store is being recovered.
+	for !srv.ReadyForConnections(100 * time.Millisecond) {
+		stop := func(err error) (*server.Server, error) {
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, err
 		}
-		return nil, fmt.Errorf("the embedded server did not become ready in %s", ready)
+		switch {
+		case ctx.Err() != nil:
+			return stop(fmt.Errorf("interrupted while the embedded server started: %w", context.Cause(ctx)))
+		case time.Now().After(deadline) && logs.String() != "":
+			return stop(fmt.Errorf("the embedded server did not start in %s: %s", ready, logs.String()))
+		case time.Now().After(deadline):
+			return stop(fmt.Errorf("the embedded server did not become ready in %s", ready))
+		}
 	}
 	return srv, nil
 }
