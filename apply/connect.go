@@ -13,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // DefaultAPIPrefix is where the JetStream API of the connected account answers. A JetStream
@@ -243,13 +245,32 @@ func (r *Refusal) Error() string {
 		}
 		return fmt.Sprintf("the bus refused %s a subscription to %q: replies come to the inbox prefix %s, and %s lacks the grant subscribe %q; %s",
 			who, r.Subject, prefix, who, prefix+".>", fix)
+	case r.User == compiler.ControllerUser:
+		// The catalogue grants the controller what meshc asks of the bus: a refusal means the
+		// server runs an accounts file older than this meshc (each grant it gained since is
+		// one the old file lacks), or an API prefix no grant names.
+		return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; the server's accounts file is not the one this catalogue composes (deliver it: meshc apply --accounts PATH --reload PID), or --js-api-prefix names a prefix the catalogue does not grant",
+			who, r.verb(), r.Subject, who, r.action(), r.Subject)
 	case r.Publish && strings.HasPrefix(r.Subject, "$JS."):
 		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>, and $JS.*.API.> for a domain) to mesh-controller alone, so plan and apply connect as mesh-controller",
 			who, r.Subject, who, r.Subject)
-	case r.Publish:
-		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q", who, r.Subject, who, r.Subject)
 	}
-	return fmt.Sprintf("the bus refused %s a subscription to %q: %s lacks the grant subscribe %q", who, r.Subject, who, r.Subject)
+	return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; plan and apply connect as mesh-controller, the user the catalogue grants what they ask",
+		who, r.verb(), r.Subject, who, r.action(), r.Subject)
+}
+
+func (r *Refusal) verb() string {
+	if r.Publish {
+		return "publishing to"
+	}
+	return "a subscription to"
+}
+
+func (r *Refusal) action() string {
+	if r.Publish {
+		return "publish"
+	}
+	return "subscribe"
 }
 
 // RedactURL hides the credentials a server URL may carry (user:password@ or token@), in each

@@ -166,7 +166,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		// stale, and applying a diff of it would undo the other's work.
 		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout, Replicas: stateReplicas(bus.Conn)})
 		if err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 			return exitCantRun
 		}
 		defer lock.Release(context.Background())
@@ -174,7 +174,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
 	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
@@ -216,7 +216,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: note: %s\n", n)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", lockCause(ctx, err))
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		if errors.Is(err, apply.ErrRefused) {
 			return exitFailed
 		}
@@ -247,10 +247,17 @@ func stateReplicas(nc *nats.Conn) int {
 	return 1
 }
 
-// lockCause says why a request stopped when it was the lock that ended it.
-func lockCause(ctx context.Context, err error) error {
-	if cause := context.Cause(ctx); errors.Is(cause, apply.ErrLockLost) {
+// whyStopped says why a request stopped when something other than the request ended it: the
+// lock lost, or the server refusing this connection something (then the refusal is the news,
+// not the "context canceled" it left behind).
+func whyStopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	var refused *apply.Refusal
+	switch {
+	case errors.Is(cause, apply.ErrLockLost):
 		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
+	case errors.As(cause, &refused) && !errors.As(err, &refused):
+		return refused
 	}
 	return err
 }
@@ -259,7 +266,7 @@ func lockCause(ctx context.Context, err error) error {
 func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer) int {
 	held, err := apply.BreakLock(ctx, js)
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
 	if held == nil {

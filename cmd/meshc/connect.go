@@ -31,6 +31,8 @@ type connectFlags struct {
 	timeout                                               string
 	jsDomain, jsAPIPrefix                                 string
 	connectionName, inboxPrefix                           string
+	// flags is where they were registered: the environment fills them through it.
+	flags *flag.FlagSet
 }
 
 // The variables the NATS CLI reads, one per flag. NATS_CONTEXT picks the context.
@@ -64,6 +66,7 @@ by environment: NATS_URL, NATS_USER=mesh-controller and NATS_PASSWORD are enough
 `
 
 func (c *connectFlags) register(fs *flag.FlagSet) {
+	c.flags = fs
 	fs.StringVar(&c.server, "server", "", "NATS server `URL`s")
 	fs.StringVar(&c.server, "s", "", "NATS server `URL`s (short for --server)")
 	fs.StringVar(&c.user, "user", "", "username")
@@ -85,17 +88,12 @@ func (c *connectFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.context, "context", "", "NATS CLI context `NAME` or file")
 }
 
-// fromEnvironment fills each setting no flag gave from its NATS_* variable.
+// fromEnvironment fills each setting no flag gave from its NATS_* variable, through the flag
+// itself, so connectEnv is the one table of which variable feeds which flag.
 func (c *connectFlags) fromEnvironment() {
-	fields := map[string]*string{
-		"server": &c.server, "user": &c.user, "password": &c.password, "token": &c.token,
-		"creds": &c.creds, "nkey": &c.nkey, "jwt": &c.jwt, "seed": &c.seed,
-		"tlscert": &c.tlsCert, "tlskey": &c.tlsKey, "tlsca": &c.tlsCA,
-		"timeout": &c.timeout, "context": &c.context,
-	}
 	for _, e := range connectEnv {
-		if p := fields[e.flag]; *p == "" {
-			*p = os.Getenv(e.env)
+		if f := c.flags.Lookup(e.flag); f != nil && f.Value.String() == "" {
+			f.Value.Set(os.Getenv(e.env))
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -28,6 +29,12 @@ const quickly = 30 * time.Second
 // whose users are golden/accounts.conf as emitted. serverConf, when given, is the server's own
 // half (it must include accounts.conf); otherwise `meshc up`'s.
 func emittedBus(t *testing.T, serverConf func(state string) string) (dir, url string, pw map[string]string) {
+	return emittedBusWith(t, serverConf, nil)
+}
+
+// emittedBusWith is emittedBus with the accounts file edited first: a server still running an
+// older meshc's file.
+func emittedBusWith(t *testing.T, serverConf func(state string) string, edit func([]byte) []byte) (dir, url string, pw map[string]string) {
 	t.Helper()
 	isolateNATSSettings(t)
 	dir = testcat.Extract(t, "testdata/up.txtar")
@@ -39,6 +46,9 @@ func emittedBus(t *testing.T, serverConf func(state string) string) (dir, url st
 	accounts, err := os.ReadFile(filepath.Join(dir, "golden", "accounts.conf"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		accounts = edit(accounts)
 	}
 	if err := os.WriteFile(filepath.Join(state, "accounts.conf"), accounts, 0o600); err != nil {
 		t.Fatal(err)
@@ -233,6 +243,24 @@ func TestARefusalStopsAtOnceAndSaysWhichGrantIsMissing(t *testing.T) {
 			t.Fatalf("the refusal took %s", d)
 		}
 	})
+}
+
+// A server still running an accounts file from before mesh-controller was granted the apply
+// lock's bucket refuses the controller; the message says the file is stale and how to deliver it,
+// not to connect as the user it already is.
+func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
+	dir, url, pw := emittedBusWith(t, nil, func(b []byte) []byte {
+		return bytes.ReplaceAll(b, []byte(`"$KV.meshc.>"`), []byte(`"$KV.elsewhere.>"`))
+	})
+	code, _, errs := meshc(t, "apply", dir, "--server", url, "--user", "mesh-controller", "--password", pw["mesh-controller"])
+	if code != 2 {
+		t.Fatalf("apply on a stale accounts file: exit %d, want 2\n%s", code, errs)
+	}
+	for _, want := range []string{`mesh-controller lacks the grant publish "$KV.meshc.`, "meshc apply --accounts PATH --reload PID"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, errs)
+		}
+	}
 }
 
 // Misconfigurations are answered within seconds with what to do, and a password in a URL is
