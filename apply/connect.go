@@ -245,14 +245,20 @@ func (r *Refusal) Error() string {
 		}
 		return fmt.Sprintf("the bus refused %s a subscription to %q: replies come to the inbox prefix %s, and %s lacks the grant subscribe %q; %s",
 			who, r.Subject, prefix, who, prefix+".>", fix)
+	case r.User == compiler.ControllerUser && r.Publish && strings.HasPrefix(r.Subject, "$JS.") &&
+		!strings.HasPrefix(r.Subject, DefaultAPIPrefix+".") && !strings.HasPrefix(r.Subject, "$JS.ACK."):
+		// A domain the server runs is mapped onto $JS.API before permissions are checked; one it
+		// does not run (or a custom API prefix) reaches the check as written.
+		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the server runs no JetStream domain that maps this prefix onto $JS.API: check --js-domain and --js-api-prefix (or the context's jetstream_domain)",
+			who, r.Subject, who, r.Subject)
 	case r.User == compiler.ControllerUser:
 		// The catalogue grants the controller what meshc asks of the bus: a refusal means the
 		// server runs an accounts file older than this meshc (each grant it gained since is
-		// one the old file lacks), or an API prefix no grant names.
-		return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; the server's accounts file is not the one this catalogue composes (deliver it: meshc apply --accounts PATH --reload PID), or --js-api-prefix names a prefix the catalogue does not grant",
+		// one the old file lacks).
+		return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; the server's accounts file is not the one this catalogue composes (deliver it: meshc apply --accounts PATH --reload PID)",
 			who, r.verb(), r.Subject, who, r.action(), r.Subject)
 	case r.Publish && strings.HasPrefix(r.Subject, "$JS."):
-		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>, and $JS.*.API.> for a domain) to mesh-controller alone, so plan and apply connect as mesh-controller",
+		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>) to mesh-controller alone, so plan and apply connect as mesh-controller",
 			who, r.Subject, who, r.Subject)
 	}
 	return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; plan and apply connect as mesh-controller, the user the catalogue grants what they ask",

@@ -138,9 +138,6 @@ func (c *compilation) controller() {
 	var pub, sub granted
 	pub.add(m.Name.Pos, "the control plane", []string{
 		"$JS.API.>",
-		// The same API when the server runs a JetStream domain and meshc is told it
-		// (--js-domain): requests then go to $JS.<domain>.API.
-		"$JS.*.API.>",
 		// It tells every machine what to run.
 		"mesh.node.*.declare",
 		// It answers an enrolment at the address the request carries in its payload: a request

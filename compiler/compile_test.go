@@ -108,7 +108,6 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}, {
 		user: "mesh-controller",
 		pub: []string{
-			"$JS.*.API.>",
 			"$JS.ACK.*.*.CONTROL.enrolments.>", "$JS.ACK.*.*.CONTROL.reports.>", "$JS.ACK.*.*.EVENTS.mesh-controller.>",
 			"$JS.ACK.CONTROL.enrolments.>", "$JS.ACK.CONTROL.reports.>", "$JS.ACK.EVENTS.mesh-controller.>",
 			"$JS.API.>", "$KV.meshc.>", "_INBOX.enrol.*.>", "mesh.node.*.declare", "mesh.seat.mesh-build-machine.accept.build",

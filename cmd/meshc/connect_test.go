@@ -318,8 +318,10 @@ func TestMisconfigurationsAreSaidAtOnce(t *testing.T) {
 	})
 }
 
-// A JetStream domain is honoured: the API answers at $JS.<domain>.API, which the catalogue grants
-// mesh-controller; a wrong domain is said at once.
+// A JetStream domain is honoured: requests go to $JS.<domain>.API, and the controller's grant
+// $JS.API.> is enough, because the server maps the domain's API subject onto $JS.API before it
+// checks permissions (parser.go selectMappedSubject, then the publish check). A wrong domain is
+// said at once.
 func TestAJetStreamDomainIsHonoured(t *testing.T) {
 	dir, url, pw := emittedBus(t, func(state string) string {
 		return "host: \"127.0.0.1\"\nport: -1\njetstream {\n  store_dir: \"" + filepath.Join(state, "js") + "\"\n  domain: hub\n}\ninclude \"accounts.conf\"\n"
