@@ -114,9 +114,6 @@ func writeText(w io.Writer, findings catalogue.Findings) error {
 // newer "::command::" form cannot be forged either.
 func logSafe(s string) string { return safetext.Line(s) }
 
-// jsonLogSafe makes encoded JSON safe in a CI log without changing what it decodes to.
-func jsonLogSafe(b []byte) []byte { return safetext.JSON(b) }
-
 // The JSON format, written by `meshc lint --format json`. This comment is its documentation;
 // the shape only grows (new fields), it never renames or removes one.
 //
@@ -196,7 +193,7 @@ func writeJSON(w io.Writer, findings catalogue.Findings) error {
 	if err := enc.Encode(report); err != nil {
 		return err
 	}
-	_, err := w.Write(jsonLogSafe(buf.Bytes()))
+	_, err := w.Write(safetext.JSON(buf.Bytes()))
 	return err
 }
 
@@ -266,7 +263,7 @@ func writeSARIF(w io.Writer, findings catalogue.Findings) error {
 		return err
 	}
 	buf.WriteString("\n")
-	_, err := w.Write(jsonLogSafe(buf.Bytes()))
+	_, err := w.Write(safetext.JSON(buf.Bytes()))
 	return err
 }
 

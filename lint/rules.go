@@ -50,11 +50,11 @@ var Rules = []*Rule{
 	ruleIgnore,
 }
 
-// Lookup returns the rule with the given id.
-func Lookup(id string) (Rule, bool) {
+// Lookup returns the rule with the given id, or nil.
+func Lookup(id string) *Rule {
 	i := slices.IndexFunc(Rules, func(r *Rule) bool { return r.ID == id })
 	if i < 0 {
-		return Rule{}, false
+		return nil
 	}
-	return *Rules[i], true
+	return Rules[i]
 }

@@ -39,7 +39,7 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 
 	settings := map[string]catalogue.RuleSetting{}
 	for _, s := range c.Mesh.Lint.Rules {
-		r := rule(s.Rule.Value)
+		r := Lookup(s.Rule.Value)
 		switch {
 		case r == nil:
 			own = append(own, ruleIgnore.At(s.Rule.Pos, "lint.rules names %q, which is not a rule of meshc's%s", catalogue.Excerpt(s.Rule.Value), didYouMean(s.Rule.Value, ruleIDs())))
@@ -63,7 +63,7 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 		}
 	}
 	for _, ig := range c.Ignores {
-		r := rule(ig.Rule)
+		r := Lookup(ig.Rule)
 		switch {
 		case ig.Rule == "":
 			own = append(own, ruleIgnore.At(ig.Pos, "meshc:ignore names no rule: write `# meshc:ignore RULE reason`"))
@@ -106,15 +106,6 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 		}
 	}
 	return out
-}
-
-// rule returns the rule with the given id, or nil.
-func rule(id string) *Rule {
-	i := slices.IndexFunc(Rules, func(r *Rule) bool { return r.ID == id })
-	if i < 0 {
-		return nil
-	}
-	return Rules[i]
 }
 
 func ruleIDs() []string {

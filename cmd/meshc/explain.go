@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/meshc-dev/meshc/internal/suggest"
 	"github.com/meshc-dev/meshc/lint"
@@ -29,12 +28,12 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc explain: name one rule; 'meshc lint --list' lists them\n")
 		return exitCantRun
 	}
-	ids := make([]string, len(lint.Rules))
-	for i, r := range lint.Rules {
-		ids[i] = r.ID
-	}
-	i := slices.Index(ids, rest[0])
-	if i < 0 {
+	r := lint.Lookup(rest[0])
+	if r == nil {
+		ids := make([]string, len(lint.Rules))
+		for i, r := range lint.Rules {
+			ids[i] = r.ID
+		}
 		hint := ""
 		if near := suggest.Closest(rest[0], ids); near != "" {
 			hint = " (did you mean " + near + "?)"
@@ -42,7 +41,7 @@ func runExplain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc explain: no rule %q%s; 'meshc lint --list' lists them\n", rest[0], hint)
 		return exitCantRun
 	}
-	if err := lint.Explain(stdout, lint.Rules[i]); err != nil {
+	if err := lint.Explain(stdout, r); err != nil {
 		fmt.Fprintf(stderr, "meshc explain: %v\n", err)
 		return exitCantRun
 	}

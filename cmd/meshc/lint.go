@@ -113,7 +113,7 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun
 		}
-		findings = append(findings, lint.BreakFindings(ch.breaks())...).Sorted()
+		findings = append(findings, lint.BreakFindings(ch.breaks())...)
 	}
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)

@@ -18,15 +18,17 @@ const mintHelp = `Usage: meshc mint [--dir DIR] USER...
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
 'USER PASSWORD' on stdout, one line each. With 'auth: nkey' in mesh.yaml it mints an nkey
-instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The password is printed once and kept nowhere:
-hand it to whoever runs as that user now. Minting a user again rotates its password.
+instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
+password is printed once and kept nowhere: hand it to whoever runs as that user now. Minting a
+user again rotates its password.
 
 credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
 left as it was; a file using anchors, aliases or flow style is refused rather than rewritten),
 so it may be committed. Concurrent mints on one catalogue wait for each other. The passwords
-are printed before their hashes are recorded: if stdout cannot be written, nothing is recorded. The hashes are bcrypt at cost 6, on purpose: the server
-checks the hash on every connect and for every connected client on every reload, and a
-256-bit random password gains nothing from a higher cost.
+are printed before their hashes are recorded: if stdout cannot be written, nothing is
+recorded. The hashes are bcrypt at cost 6, on purpose: the server checks the hash on every
+connect and for every connected client on every reload, and a 256-bit random password gains
+nothing from a higher cost.
 
 Flags:
   --dir DIR   the catalogue (default: the current directory)
@@ -95,12 +97,12 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 
 	hashes := map[string]string{}
 	var printed strings.Builder
+	// With auth: nkey the secret is a seed and the record its public key.
+	mintOne := catalogue.MintPassword
+	if plan.NKeys {
+		mintOne = catalogue.MintNKey
+	}
 	for _, u := range users {
-		// With auth: nkey the secret is a seed and the record its public key.
-		mintOne := catalogue.MintPassword
-		if plan.NKeys {
-			mintOne = catalogue.MintNKey
-		}
 		pw, hash, err := mintOne()
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc mint: minting %s: %v\n", u, err)

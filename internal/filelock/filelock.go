@@ -17,25 +17,17 @@ type Lock struct{ f *os.File }
 
 // Acquire opens path (creating it if asked, mode 0600) and waits for an exclusive lock on it.
 // path may be a directory, which leaves nothing behind in it.
-func Acquire(path string, create bool) (*Lock, error) {
-	f, err := open(path, create)
-	if err != nil {
-		return nil, err
-	}
-	if err := lock(f, true); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &Lock{f}, nil
-}
+func Acquire(path string, create bool) (*Lock, error) { return acquire(path, create, true) }
 
 // TryAcquire is Acquire that does not wait: it returns ErrLocked when another holder has it.
-func TryAcquire(path string, create bool) (*Lock, error) {
+func TryAcquire(path string, create bool) (*Lock, error) { return acquire(path, create, false) }
+
+func acquire(path string, create, wait bool) (*Lock, error) {
 	f, err := open(path, create)
 	if err != nil {
 		return nil, err
 	}
-	if err := lock(f, false); err != nil {
+	if err := lock(f, wait); err != nil {
 		f.Close()
 		return nil, err
 	}
