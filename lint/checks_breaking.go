@@ -336,7 +336,7 @@ func contracts(a Against) []Break {
 			if hm == nil || !slices.ContainsFunc(hm.Tools, func(x catalogue.Text) bool { return x.Value == t.Value }) {
 				on := name + "." + t.Value
 				b := breakAt(ruleContract, at(m), on,
-					"tool %s is gone: every call to it waits out its timeout; keep serving it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)", on, on)
+					"tool %s is gone: every call to it is answered \"no responders\"; keep serving it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)", on, on)
 				related(&b, t.Pos, "the base serves it here")
 				out = append(out, b)
 			}

@@ -98,9 +98,9 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	hashes := map[string]string{}
 	var printed strings.Builder
 	// With auth: nkey the secret is a seed and the record its public key.
-	mintOne := catalogue.MintPassword
+	mintOne, secrets, records := catalogue.MintPassword, "passwords", "hash(es)"
 	if plan.NKeys {
-		mintOne = catalogue.MintNKey
+		mintOne, secrets, records = catalogue.MintNKey, "seeds", "public key(s)"
 	}
 	for _, u := range users {
 		pw, hash, err := mintOne()
@@ -116,14 +116,14 @@ func runMint(args []string, stdout, stderr io.Writer) int {
 	// other order's failure — printed, then not recorded — is said, so the passwords are thrown
 	// away rather than handed out.
 	if _, err := io.WriteString(stdout, printed.String()); err != nil {
-		fmt.Fprintf(stderr, "meshc mint: the passwords could not be printed (%v), so nothing was recorded\n", err)
+		fmt.Fprintf(stderr, "meshc mint: the %s could not be printed (%v), so nothing was recorded; mint again with stdout writable\n", secrets, err)
 		return exitCantRun
 	}
 	if err := creds.Record(hashes); err != nil {
-		fmt.Fprintf(stderr, "meshc mint: %v\nmeshc mint: the passwords printed above were NOT recorded and will not work: discard them, fix the cause and mint again\n", err)
+		fmt.Fprintf(stderr, "meshc mint: %v\nmeshc mint: the %s printed above were NOT recorded and will not work: discard them, fix the cause and mint again\n", err, secrets)
 		return exitCantRun
 	}
-	fmt.Fprintf(stderr, "meshc mint: recorded %d hash(es) in %s; run `meshc emit` so accounts.conf carries them\n",
-		len(users), catalogue.CredentialsFile)
+	fmt.Fprintf(stderr, "meshc mint: recorded %d %s in %s; run `meshc emit` so accounts.conf carries them\n",
+		len(users), records, catalogue.CredentialsFile)
 	return exitOK
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A second holder is refused while the first holds the lock, even within one process (a flock
@@ -35,4 +36,37 @@ func TestASecondHolderWaitsForTheFirst(t *testing.T) {
 		t.Fatalf("a directory's second holder: %v", err)
 	}
 	d.Unlock()
+}
+
+// Acquire waits: a second holder blocks until the first releases, then gets the lock.
+func TestAcquireWaitsForTheHolderToRelease(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	first, err := Acquire(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		second, err := Acquire(path, true)
+		if err == nil {
+			second.Unlock()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Acquire returned (%v) while the first holder still held the lock", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := first.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiting holder: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting holder never got the lock after it was released")
+	}
 }
