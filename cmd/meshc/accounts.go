@@ -140,7 +140,6 @@ func resolveReload(target, monitor string) (*reloadTarget, error) {
 // varz is what the monitoring endpoint says of the loaded configuration.
 type varz struct {
 	ConfigLoadTime time.Time `json:"config_load_time"`
-	ConfigDigest   string    `json:"config_digest"`
 }
 
 func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
