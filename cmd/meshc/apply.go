@@ -78,7 +78,8 @@ Flags:
 ` + connectHelp + `
 Exit status:
   0  applied (or nothing to change)
-  1  the catalogue has errors, or the plan needs --allow-replace/--prune/--purge to proceed
+  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty to
+     proceed, or --accounts finds a user with no recorded hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
