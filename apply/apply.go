@@ -309,8 +309,7 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 			// and says "consumer name already in use". Kept, said, and the rest still applied
 			// (seed 003).
 			want.DeliverSubject = old
-			a.note(fmt.Sprintf("consumer %s on %s keeps its delivery subject %q rather than %q because a subscriber is bound to it: it keeps delivering; the subject moves on an apply made while nothing is bound",
-				c.Consumer, c.Stream, old, c.ConsumerConfig.DeliverSubject))
+			a.note(keepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
 			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)
 		}
 		return err

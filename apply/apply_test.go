@@ -101,6 +101,21 @@ func only(t *testing.T, cs Changes) Change {
 	return got[0]
 }
 
+// ackFirst fetches the consumer's next n messages and acknowledges them, each confirmed by the
+// server, so its ack floor has moved when it returns.
+func ackFirst(t *testing.T, cons jetstream.Consumer, n int) {
+	t.Helper()
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
@@ -269,15 +284,7 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(2, jetstream.FetchMaxWait(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ackFirst(t, cons, 2)
 
 	// The controller's consumer replays at the original pace now: not changeable in place.
 	plan.Consumers[3].Config.ReplayPolicy = jetstream.ReplayOriginalPolicy

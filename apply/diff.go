@@ -79,15 +79,15 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			// never pruned, not news to a reviewer.
 			continue
 		}
-		switch {
+		switch foreign := foreignConsumers(&ls, plan); {
 		case ls.Unavailable != "":
 			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
 		case !plan.Owns(ls.Config.Metadata):
 			cs.Unmanaged = append(cs.Unmanaged, unmanagedStream(ls))
-		case len(foreignConsumers(&ls, plan)) > 0:
+		case len(foreign) > 0:
 			// Deleting a stream deletes every consumer on it, and some are not the mesh's.
 			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
-				ls.Name, strings.Join(foreignConsumers(&ls, plan), ", ")))
+				ls.Name, strings.Join(foreign, ", ")))
 		case opts.Prune:
 			deleted[ls.Name] = true
 			cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})

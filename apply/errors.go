@@ -11,10 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
-// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
-// temporarily unavailable) and 10023 (insufficient resources while peers are down). Anything
-// else will not pass by waiting.
 // errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
 // wait is all it needs.
 var errStillDeleting = errors.New("the replaced consumer's files were still being removed")
@@ -29,6 +25,11 @@ func stillDeleting(err error) bool {
 		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
 }
 
+// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
+// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
+// temporarily unavailable) and 10023 (insufficient resources while peers are down); plus
+// errStillDeleting, which only the replace path returns, a few times at most. Anything else
+// will not pass by waiting.
 func retryable(err error) bool {
 	var ae *jetstream.APIError
 	switch {

@@ -18,7 +18,13 @@ import (
 // runConfigured starts a real server from a configuration file, the way a mesh's server runs.
 func runConfigured(t *testing.T, conf string) *server.Server {
 	t.Helper()
-	dir := t.TempDir()
+	return runConfiguredIn(t, t.TempDir(), conf)
+}
+
+// runConfiguredIn is runConfigured with its file and store under dir: the same dir starts the
+// same server again, store and all.
+func runConfiguredIn(t *testing.T, dir, conf string) *server.Server {
+	t.Helper()
 	path := filepath.Join(dir, "server.conf")
 	conf = fmt.Sprintf("host: 127.0.0.1\nport: -1\njetstream { store_dir: %q }\n%s", filepath.Join(dir, "js"), conf)
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {

@@ -68,6 +68,7 @@ type Lock struct {
 	stop   chan struct{}
 	done   chan struct{}
 
+	// mu guards rev and holder, which renewal moves on.
 	mu  sync.Mutex
 	rev uint64
 }
@@ -75,8 +76,12 @@ type Lock struct {
 // Context ends when the lock is lost; run the apply under it, so a lost lock stops it.
 func (l *Lock) Context() context.Context { return l.ctx }
 
-// Holder is what the lock records.
-func (l *Lock) Holder() LockHolder { return l.holder }
+// Holder is what the lock records, as last renewed.
+func (l *Lock) Holder() LockHolder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.holder
+}
 
 // stateBucket opens apply's bucket, making it the first time. An identical create answers OK,
 // so two applies making it at once both succeed.

@@ -3,7 +3,6 @@ package apply
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +18,6 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
-	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // meshBus is a server composed from the accounts.conf meshc emits for the example catalogue,
@@ -115,12 +113,7 @@ func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan) *meshBus {
 			t.Fatal(err)
 		}
 	}
-	conf := fmt.Sprintf("host: \"127.0.0.1\"\nport: -1\njetstream { store_dir: %q }\ninclude \"accounts.conf\"\n", filepath.Join(dir, "js"))
-	confPath := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b.server = natstest.FromConfig(t, confPath, false)
+	b.server = runConfiguredIn(t, dir, "include \"accounts.conf\"\n")
 	b.url = b.server.ClientURL()
 	b.controller = b.connectController(t)
 	nc, err := nats.Connect(b.url, nats.UserInfo("other-app", b.passwords["other-app"]))

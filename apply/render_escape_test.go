@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -26,8 +27,10 @@ func TestNamesFromTheBusAreEscapedInEveryFormat(t *testing.T) {
 	live.Streams = append(live.Streams,
 		Stream{Name: hostile, Config: normalStream(jetstream.StreamConfig{Name: hostile, Subjects: []string{"evil.>"}, Metadata: map[string]string{compiler.OwnerKey: plan.Account}}), Messages: 1},
 		Stream{Name: hostile + "2", Config: normalStream(jetstream.StreamConfig{Name: hostile + "2", Subjects: []string{"evil2.>"}}), Messages: 1})
+	// Sorted by name, as Read returns them: Diff finds streams by binary search.
+	slices.SortFunc(live.Streams, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
+	// An unmarked consumer on the mesh's first stream: listed as not managed.
 	live.Streams[0].Consumers = append(live.Streams[0].Consumers, Consumer{Stream: live.Streams[0].Name, Name: "c|\x1b]0;title\x07", Config: normalConsumer(jetstream.ConsumerConfig{Durable: "c|\x1b]0;title\x07"})})
-	// Not meshc's (unmarked), the names are listed as not managed, pruned or not: both.
 	for _, prune := range []bool{true, false} {
 		checkEscaped(t, Diff(live, plan, DiffOptions{Prune: prune}), hostile)
 	}
@@ -73,7 +76,8 @@ func checkEscaped(t *testing.T, cs Changes, hostile string) {
 			if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
-			// Unmarked, the stream is another's: listed as not managed, never changed.
+			// The marked stream is a delete (prune) or a note (no prune); the unmarked twin is
+			// listed as not managed.
 			found := strings.Contains(strings.Join(append(got.Notes, got.NotManaged...), " "), hostile)
 			for _, c := range got.Changes {
 				found = found || c.Stream == hostile

@@ -92,9 +92,7 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 	// Without prune, nothing is deleted, and what is left alone is said.
 	plan2 := meshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan2)
-	live.Streams = append(live.Streams, Stream{Name: "ZZZ", Config: normalStream(jetstream.StreamConfig{Name: "ZZZ"})})
-	cs = Diff(live, plan2, DiffOptions{})
-	live.Streams[len(live.Streams)-1].Config.Metadata = map[string]string{compiler.OwnerKey: plan2.Account}
+	live.Streams = append(live.Streams, Stream{Name: "ZZZ", Config: normalStream(jetstream.StreamConfig{Name: "ZZZ", Metadata: plan2.Marked(nil)})})
 	cs = Diff(live, plan2, DiffOptions{})
 	if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "ZZZ") {
 		t.Fatalf("without prune: %s %q", cs.Summary(), cs.Notes)

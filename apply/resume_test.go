@@ -43,15 +43,7 @@ func replaceable(t *testing.T, b *meshBus) (consumer string, replacing *compiler
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, err := cons.Fetch(5, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ackFirst(t, cons, 5)
 	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream != 5 {
 		t.Fatalf("the consumer acknowledged up to %v (%v), want 5", info, err)
 	}

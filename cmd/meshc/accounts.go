@@ -53,7 +53,7 @@ func lookAtAccounts(path string) (*accountsFile, error) {
 		return nil, fmt.Errorf("--accounts %s: %w", path, err)
 	}
 	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("--accounts %s: not a regular file", path)
+		return nil, fmt.Errorf("--accounts %s: not a regular file; give the accounts file the server's configuration includes (or a symlink to it)", path)
 	}
 	f.exists, f.mode, f.modTime = true, info.Mode().Perm(), info.ModTime()
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
@@ -124,7 +124,7 @@ func resolveReload(target, monitor string) (*reloadTarget, error) {
 			return nil, fmt.Errorf("--reload %s: neither a process id nor a readable pid file: %w", target, rerr)
 		}
 		if pid, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
-			return nil, fmt.Errorf("--reload %s: the pid file does not hold a process id", target)
+			return nil, fmt.Errorf("--reload %s: the pid file does not hold a process id; give the nats-server's pid, or the file its pid_file (-P) names", target)
 		}
 	}
 	if pid <= 0 {
@@ -140,7 +140,6 @@ func resolveReload(target, monitor string) (*reloadTarget, error) {
 // varz is what the monitoring endpoint says of the loaded configuration.
 type varz struct {
 	ConfigLoadTime time.Time `json:"config_load_time"`
-	ConfigDigest   string    `json:"config_digest"`
 }
 
 func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
@@ -157,10 +156,13 @@ func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("--monitor %s: /varz answered %s", r.monitor, resp.Status)
+		return v, fmt.Errorf("--monitor %s: /varz answered %s; give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.monitor, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.ConfigLoadTime.IsZero() {
-		return v, fmt.Errorf("--monitor %s: /varz is not a nats-server's (%v)", r.monitor, err)
+		if err == nil {
+			err = errors.New("no config_load_time")
+		}
+		return v, fmt.Errorf("--monitor %s: /varz is not a nats-server's (%v); give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.monitor, err)
 	}
 	return v, nil
 }

@@ -78,7 +78,8 @@ Flags:
 ` + connectHelp + `
 Exit status:
   0  applied (or nothing to change)
-  1  the catalogue has errors, or the plan needs --allow-replace/--prune/--purge to proceed
+  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty to
+     proceed, or --accounts finds a user with no recorded hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
@@ -112,6 +113,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		combo{flag: "dry-run", notWith: []string{"accounts", "lock-timeout", "concurrency"}, why: "--dry-run prints the plan and touches nothing: it writes no file, takes no lock and sends no request"},
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
+		combo{flag: "reload", needs: []string{"accounts"}, why: "it signals the server to reload the file --accounts writes"},
 		combo{flag: "monitor", needs: []string{"reload"}, why: "it is where meshc watches the reload --reload asks for"},
 		combo{flag: "reload-timeout", needs: []string{"reload"}, why: "it bounds the wait for the reload --reload asks for"},
 	) {
@@ -121,14 +123,10 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exit
 	}
-	if *reload != "" && *accountsPath == "" {
-		fmt.Fprintf(stderr, "meshc apply: --reload signals the server to reload the file --accounts writes; give --accounts PATH too\n")
-		return exitCantRun
-	}
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
 	var accounts *accountsDelivery
-	if *accountsPath != "" && !*dryRun {
+	if *accountsPath != "" {
 		var exit int
 		if accounts, exit = prepareAccounts(plan, *accountsPath, *allowMissing, *reload, *monitor, stderr); accounts == nil {
 			return exit
