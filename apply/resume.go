@@ -70,7 +70,8 @@ func (r ResumePoint) applyTo(c *jetstream.ConsumerConfig) {
 	c.DeliverPolicy, c.OptStartSeq, c.OptStartTime = r.DeliverPolicy, r.OptStartSeq, r.OptStartTime
 }
 
-const apiMsgGet = "$JS.API.STREAM.MSG.GET." + StateStream
+// apiMsgGet follows the API prefix (a JetStream domain), as the lists do.
+const apiMsgGet = ".STREAM.MSG.GET." + StateStream
 
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
@@ -91,7 +92,7 @@ func (st *State) readResumes(ctx context.Context, nc Requester, opts ReadOptions
 	for seq := uint64(1); ; {
 		body, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": "$KV." + compiler.ApplyBucket + "." + resumePrefix + ">"})
 		var resp msgGetResponse
-		err := st.requestRaw(ctx, nc, opts, apiMsgGet, body, &resp)
+		err := st.requestRaw(ctx, nc, opts, opts.APIPrefix+apiMsgGet, body, &resp)
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeMessageNotFound || ae.ErrorCode == jetstream.JSErrCodeStreamNotFound) {
 			return nil
