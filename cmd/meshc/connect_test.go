@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/internal/localbus"
 	"github.com/meshc-dev/meshc/internal/natstest"
 	"github.com/meshc-dev/meshc/internal/testcat"
@@ -260,6 +261,38 @@ func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
 		if !strings.Contains(errs, want) {
 			t.Errorf("the refusal does not say %q:\n%s", want, errs)
 		}
+	}
+}
+
+// The apply lock works as mesh-controller with the emitted accounts file: a second apply waits,
+// then exits 2 naming the holder; --break-lock says whose it was; the next apply goes through.
+func TestTheApplyLockAsTheMeshController(t *testing.T) {
+	dir, url, pw := emittedBus(t, nil)
+	bus, err := apply.Connect(localbus.ControllerEndpoint(url, pw["mesh-controller"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	js, err := bus.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "the other apply"})
+	if err != nil {
+		t.Fatalf("mesh-controller could not take the lock: %v", err)
+	}
+	defer held.Release(context.Background())
+	as := []string{"--server", url, "--user", "mesh-controller", "--password", pw["mesh-controller"]}
+	code, _, errs := meshc(t, append([]string{"apply", dir, "--lock-timeout", "500ms"}, as...)...)
+	if code != 2 || !strings.Contains(errs, "the other apply") {
+		t.Fatalf("apply while another holds the lock: %d %s", code, errs)
+	}
+	code, _, errs = meshc(t, append([]string{"apply", dir, "--break-lock"}, as...)...)
+	if code != 0 || !strings.Contains(errs, "the other apply") {
+		t.Fatalf("--break-lock: %d %s", code, errs)
+	}
+	if code, _, errs = meshc(t, append([]string{"apply", dir}, as...)...); code != 0 {
+		t.Fatalf("apply after the lock was broken: %d %s", code, errs)
 	}
 }
 
