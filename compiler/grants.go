@@ -68,9 +68,6 @@ func (u *User) Why(a Action, subject string) []Grant {
 	return out
 }
 
-// GrantList is the user's grants for an action.
-func (u *User) GrantList(a Action) []Grant { return u.grants(a) }
-
 func (u *User) grants(a Action) []Grant {
 	if a == Subscribe {
 		return u.Grants.Subscribe
