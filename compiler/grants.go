@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,13 +80,7 @@ func (u *User) grants(a Action) []Grant {
 func sortedGrants(gs []Grant) []Grant {
 	out := slices.Clone(gs)
 	slices.SortStableFunc(out, func(a, b Grant) int {
-		if a.Subject != b.Subject {
-			if a.Subject < b.Subject {
-				return -1
-			}
-			return 1
-		}
-		return a.Source.Compare(b.Source)
+		return cmp.Or(strings.Compare(a.Subject, b.Subject), a.Source.Compare(b.Source))
 	})
 	return out
 }
