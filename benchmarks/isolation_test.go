@@ -11,7 +11,6 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/localbus"
-	"github.com/meshc-dev/meshc/internal/synth"
 )
 
 // BenchmarkIsolatedReload measures what the server takes to load, and then to reload, the
@@ -65,11 +64,7 @@ func BenchmarkIsolatedReload(b *testing.B) {
 // isolatedPlan compiles a synthetic catalogue of n modules with the isolation given.
 func isolatedPlan(b *testing.B, n int, isolation string) *compiler.Plan {
 	b.Helper()
-	dir := b.TempDir()
-	if err := synth.Write(dir, n, seed); err != nil {
-		b.Fatal(err)
-	}
-	c, _, err := catalogue.Load(dir)
+	c, _, err := catalogue.Load(writeCatalogue(b, n))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,9 +69,6 @@ func (u *User) Why(a Action, subject string) []Grant {
 	return out
 }
 
-// GrantList is the user's grants for an action.
-func (u *User) GrantList(a Action) []Grant { return u.grants(a) }
-
 func (u *User) grants(a Action) []Grant {
 	if a == Subscribe {
 		return u.Grants.Subscribe
@@ -82,13 +80,7 @@ func (u *User) grants(a Action) []Grant {
 func sortedGrants(gs []Grant) []Grant {
 	out := slices.Clone(gs)
 	slices.SortStableFunc(out, func(a, b Grant) int {
-		if a.Subject != b.Subject {
-			if a.Subject < b.Subject {
-				return -1
-			}
-			return 1
-		}
-		return a.Source.Compare(b.Source)
+		return cmp.Or(strings.Compare(a.Subject, b.Subject), a.Source.Compare(b.Source))
 	})
 	return out
 }

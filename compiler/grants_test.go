@@ -16,7 +16,7 @@ func TestEveryPermissionHasItsGrants(t *testing.T) {
 			perm   Permission
 		}{{Publish, u.Publish}, {Subscribe, u.Subscribe}} {
 			var subjects []string
-			for _, g := range u.GrantList(side.action) {
+			for _, g := range u.grants(side.action) {
 				if g.Source.File == "" || g.Because == "" {
 					t.Errorf("%s %s %s: a grant without its declaration: %+v", u.Name, side.action, g.Subject, g)
 				}

@@ -62,7 +62,7 @@ type GraphEdge struct {
 // MeshGraph derives the picture of a catalogue, running or not: it is about what the manifests
 // declare, as the agreement checks are.
 func MeshGraph(ix *catalogue.Index) *Graph {
-	g := &graphBuilder{nodes: map[string]GraphNode{}, edges: map[[3]string]*GraphEdge{}}
+	g := newGraphBuilder()
 	modules := sortedModules(ix)
 	for _, m := range modules {
 		g.node(GraphNode{NodeModule, m.Name.Value})
@@ -172,7 +172,8 @@ func (g *Graph) Focus(module string) *Graph {
 			seats[e.From], held[e.From] = true, true
 		}
 	}
-	out := &graphBuilder{nodes: map[string]GraphNode{focus.ID(): focus}, edges: map[[3]string]*GraphEdge{}}
+	out := newGraphBuilder()
+	out.node(focus)
 	for _, e := range g.Edges {
 		if e.From == focus || e.To == focus || (seats[e.To] && e.Kind == EdgeWork) || (seats[e.From] && e.Kind == EdgeHolds) ||
 			(held[e.From] && e.Kind == EdgeEvent) {
@@ -195,6 +196,10 @@ func (g *Graph) Has(module string) bool {
 type graphBuilder struct {
 	nodes map[string]GraphNode
 	edges map[[3]string]*GraphEdge
+}
+
+func newGraphBuilder() *graphBuilder {
+	return &graphBuilder{nodes: map[string]GraphNode{}, edges: map[[3]string]*GraphEdge{}}
 }
 
 func (g *graphBuilder) node(n GraphNode) { g.nodes[n.ID()] = n }

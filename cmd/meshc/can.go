@@ -58,11 +58,7 @@ func runCan(args []string, stdout, stderr io.Writer) int {
 	if len(rest) != 3 {
 		return wrongArgs(fs, stderr, "give USER, pub or sub, and SUBJECT")
 	}
-	action, ok := parseAction(fs, rest[1], stderr)
-	if !ok {
-		return exitCantRun
-	}
-	plan, ok := compileToAsk(fs.Name(), *dir, stderr)
+	action, plan, ok := question(fs, rest[1], *dir, stderr)
 	if !ok {
 		return exitCantRun
 	}
@@ -83,9 +79,7 @@ func runCan(args []string, stdout, stderr io.Writer) int {
 	verb := verbOf(action)
 	if why := u.Why(action, subject); len(why) > 0 {
 		fmt.Fprintf(stdout, "yes: %s may %s %s\n", u.Name, verb, subject)
-		for _, g := range why {
-			fmt.Fprintf(stdout, "  %s: %s (grants %s)\n", rebase(*dir, g.Source), g.Because, g.Subject)
-		}
+		writeWhy(stdout, *dir, why)
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "no: %s may not %s %s\n", u.Name, verb, subject)
@@ -111,11 +105,7 @@ func runWhoCan(args []string, stdout, stderr io.Writer) int {
 	if len(rest) != 2 {
 		return wrongArgs(fs, stderr, "give pub or sub, and SUBJECT")
 	}
-	action, ok := parseAction(fs, rest[0], stderr)
-	if !ok {
-		return exitCantRun
-	}
-	plan, ok := compileToAsk(fs.Name(), *dir, stderr)
+	action, plan, ok := question(fs, rest[0], *dir, stderr)
 	if !ok {
 		return exitCantRun
 	}
@@ -130,9 +120,7 @@ func runWhoCan(args []string, stdout, stderr io.Writer) int {
 		}
 		n++
 		fmt.Fprintf(&b, "%s\n", u.Name)
-		for _, g := range why {
-			fmt.Fprintf(&b, "  %s: %s (grants %s)\n", rebase(*dir, g.Source), g.Because, g.Subject)
-		}
+		writeWhy(&b, *dir, why)
 	}
 	if n == 0 {
 		fmt.Fprintf(stdout, "nobody may %s %s\n", verbOf(action), subject)
@@ -160,11 +148,24 @@ func verbOf(a compiler.Action) string {
 	return "publish"
 }
 
-// compileToAsk compiles the catalogue a question is about. A catalogue with errors cannot
-// answer (the derivation would be partial), and that is exit 2 here: 1 means "no".
-func compileToAsk(cmd, dir string, stderr io.Writer) (*compiler.Plan, bool) {
-	plan, _ := compileCatalogue(cmd, dir, stderr)
-	return plan, plan != nil
+// question reads what can and who-can both ask about: pub or sub, and the catalogue in dir,
+// compiled. A catalogue with errors cannot answer (the derivation would be partial), and that is
+// exit 2 here: 1 means "no".
+func question(fs *flag.FlagSet, action, dir string, stderr io.Writer) (compiler.Action, *compiler.Plan, bool) {
+	a, ok := parseAction(fs, action, stderr)
+	if !ok {
+		return "", nil, false
+	}
+	plan, _ := compileCatalogue(fs.Name(), dir, stderr)
+	return a, plan, plan != nil
+}
+
+// writeWhy writes the grants that allow an action, one line each, with the declaration that
+// grants it shown from where meshc was run.
+func writeWhy(w io.Writer, dir string, why []compiler.Grant) {
+	for _, g := range why {
+		fmt.Fprintf(w, "  %s: %s (grants %s)\n", rebase(dir, g.Source), g.Because, g.Subject)
+	}
 }
 
 // wrongArgs reports arguments that do not fit, the way a bad flag is reported.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,23 +20,9 @@ import (
 // twice when the accounts file gains accounts. Proven by what a module does right after: publish
 // an event and get its PubAck (through a service import of a new account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
-	isolateNATSSettings(t)
 	dir := testcat.Extract(t, "testdata/up.txtar")
-	state := filepath.Join(t.TempDir(), "state")
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() { done <- up(ctx, []string{dir, "--state", state}, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("up exited %d: %s", code, stderr.String())
-		}
-	}()
-	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
-	waitFor(t, "the bus", func() bool { return urlRE.MatchString(stdout.String()) })
-	waitFor(t, "the watcher", func() bool { return strings.Contains(stderr.String(), "watching") })
-	url := urlRE.FindStringSubmatch(stdout.String())[1]
+	r := startUp(t, dir)
+	url, state, stderr := r.url, r.state, &r.stderr
 
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
 		t.Fatal(err)

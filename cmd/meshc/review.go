@@ -46,11 +46,12 @@ func breakSummary(bs []lint.Break) string {
 	return fmt.Sprintf("%d breaking changes, %d of them approved", len(bs), approved)
 }
 
-func userMark(uc compiler.UserChange) string {
+// mark is how a user or an account changed: + added, - removed, ~ changed.
+func mark(added, removed bool) string {
 	switch {
-	case uc.Added:
+	case added:
 		return "+"
-	case uc.Removed:
+	case removed:
 		return "-"
 	}
 	return "~"
@@ -91,21 +92,11 @@ func accountSummary(acs []compiler.AccountChange) string {
 	return fmt.Sprintf("%d accounts added, %d removed, %d with changed exports or imports", added, removed, changed)
 }
 
-func accountMark(ac compiler.AccountChange) string {
-	switch {
-	case ac.Added:
-		return "+"
-	case ac.Removed:
-		return "-"
-	}
-	return "~"
-}
-
 func renderReviewText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", userSummary(ucs))
 	for _, uc := range ucs {
-		fmt.Fprintf(&b, "\n%3s user %s%s\n", userMark(uc), uc.User, userNote(uc))
+		fmt.Fprintf(&b, "\n%3s user %s%s\n", mark(uc.Added, uc.Removed), uc.User, userNote(uc))
 		for _, side := range []struct {
 			mark string
 			gs   []compiler.GrantChange
@@ -121,7 +112,7 @@ func renderReviewText(w io.Writer, ucs []compiler.UserChange, acs []compiler.Acc
 	if len(acs) > 0 {
 		fmt.Fprintf(&b, "\nAccounts, exports and imports: %s.\n", accountSummary(acs))
 		for _, ac := range acs {
-			fmt.Fprintf(&b, "\n%3s account %s\n", accountMark(ac), ac.Account)
+			fmt.Fprintf(&b, "\n%3s account %s\n", mark(ac.Added, ac.Removed), ac.Account)
 			for _, l := range ac.Gained {
 				fmt.Fprintf(&b, "      + %s\n", l)
 			}
@@ -160,7 +151,7 @@ func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler
 					for _, x := range g.Because {
 						decl = append(decl, "`"+mdCode(x.Source.String())+"` "+mdText(x.Because))
 					}
-					fmt.Fprintf(&b, "| `%s` | `%s`%s | %s %s | %s | %s |\n", userMark(uc), mdCode(uc.User), mdText(userNote(uc)),
+					fmt.Fprintf(&b, "| `%s` | `%s`%s | %s %s | %s | %s |\n", mark(uc.Added, uc.Removed), mdCode(uc.User), mdText(userNote(uc)),
 						side.mark, g.Action, subject, strings.Join(decl, "<br>"))
 				}
 			}
@@ -175,7 +166,7 @@ func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler
 				lines []string
 			}{{"+", ac.Gained}, {"−", ac.Lost}} {
 				for _, l := range side.lines {
-					fmt.Fprintf(&b, "| `%s` | `%s` | %s `%s` |\n", accountMark(ac), mdCode(ac.Account), side.mark, mdCode(l))
+					fmt.Fprintf(&b, "| `%s` | `%s` | %s `%s` |\n", mark(ac.Added, ac.Removed), mdCode(ac.Account), side.mark, mdCode(l))
 				}
 			}
 		}
@@ -291,11 +282,9 @@ func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, 
 		out.Write(v)
 	}
 	out.WriteString("}")
-	var compact, indented bytes.Buffer
-	if err := json.Compact(&compact, out.Bytes()); err != nil {
-		return err
-	}
-	if err := json.Indent(&indented, compact.Bytes(), "", "  "); err != nil {
+	// Indent drops the whitespace apply's indented fields came with, and indents the whole anew.
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, out.Bytes(), "", "  "); err != nil {
 		return err
 	}
 	indented.WriteString("\n")

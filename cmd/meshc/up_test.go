@@ -35,6 +35,34 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// runningUp is a meshc up running in the test's process on a catalogue, until the test ends.
+type runningUp struct {
+	url, state     string
+	stdout, stderr syncBuffer
+}
+
+// startUp runs meshc up on dir with a fresh state directory, waits for its bus and its watcher,
+// and stops it when the test ends, requiring it to exit 0.
+func startUp(t *testing.T, dir string) *runningUp {
+	t.Helper()
+	isolateNATSSettings(t)
+	r := &runningUp{state: filepath.Join(t.TempDir(), "state")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() { done <- up(ctx, []string{dir, "--state", r.state}, &r.stdout, &r.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("up exited %d: %s", code, r.stderr.String())
+		}
+	})
+	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
+	waitFor(t, "the bus", func() bool { return urlRE.MatchString(r.stdout.String()) })
+	waitFor(t, "the watcher", func() bool { return strings.Contains(r.stderr.String(), "watching") })
+	r.url = urlRE.FindStringSubmatch(r.stdout.String())[1]
+	return r
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -51,24 +79,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // module whose connection was there before, a consumer gains the filter a manifest added, and the
 // existing connection is never dropped.
 func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
-	isolateNATSSettings(t)
 	dir := testcat.Extract(t, "testdata/up.txtar")
-	state := filepath.Join(t.TempDir(), "state")
-	var stdout, stderr syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int)
-	go func() { done <- up(ctx, []string{dir, "--state", state}, &stdout, &stderr) }()
-	defer func() {
-		cancel()
-		if code := <-done; code != 0 {
-			t.Errorf("up exited %d: %s", code, stderr.String())
-		}
-	}()
-
-	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
-	waitFor(t, "the bus", func() bool { return urlRE.MatchString(stdout.String()) })
-	waitFor(t, "the watcher", func() bool { return strings.Contains(stderr.String(), "watching") })
-	url := urlRE.FindStringSubmatch(stdout.String())[1]
+	r := startUp(t, dir)
+	url, state, stdout, stderr := r.url, r.state, &r.stdout, &r.stderr
 
 	var disconnects atomic.Int32
 	catalog, err := nats.Connect(url, nats.UserInfo("mod.anchor.catalog", devPassword(t, state, "mod.anchor.catalog")),
