@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -42,7 +43,10 @@ func TestTheReplaceRulesAreTheServers(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	for i, c := range streamCases {
-		c.have.Name, c.want.Name = "S", "S"
+		// A name per case: re-creating one name right after deleting it races the server's
+		// removal of the old store (10049 under load, as consumers do with 10012).
+		c.have.Name = fmt.Sprintf("S%d", i)
+		c.want.Name = c.have.Name
 		fields := compareStreams(c.have, c.want)
 		j := slices.IndexFunc(fields, func(f Field) bool { return f.Name == c.field })
 		if j < 0 || fields[j].Replaces != c.forces {
@@ -68,7 +72,7 @@ func TestTheReplaceRulesAreTheServers(t *testing.T) {
 		if refused := err != nil; refused != c.forces {
 			t.Errorf("case %d: %s: the table says replaces=%v, the server's in-place update answered %v", i, c.field, c.forces, err)
 		}
-		if err := js.DeleteStream(ctx, "S"); err != nil {
+		if err := js.DeleteStream(ctx, c.have.Name); err != nil {
 			t.Fatal(err)
 		}
 	}

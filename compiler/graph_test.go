@@ -21,6 +21,20 @@ func edgeStrings(g *Graph) []string {
 	return out
 }
 
+// A call (a module's or a person's) to a tool nobody serves is no edge; a served one is.
+func TestMeshGraphDrawsOnlyServedTools(t *testing.T) {
+	c, _ := testcat.Load(t, "testdata/graph-unserved.txtar")
+	got := edgeStrings(MeshGraph(catalogue.NewIndex(c)))
+	if !slices.Contains(got, "module:audit tool module:catalog lookup") {
+		t.Errorf("the served call has no edge: %q", got)
+	}
+	for _, e := range got {
+		if strings.Contains(e, " gone") || strings.Contains(e, "thing") || strings.HasPrefix(e, "person:bob") {
+			t.Errorf("an edge for a tool nobody serves: %q", e)
+		}
+	}
+}
+
 func TestMeshGraph(t *testing.T) {
 	c, _ := testcat.Load(t, "testdata/small.txtar")
 	g := MeshGraph(catalogue.NewIndex(c))

@@ -2,6 +2,7 @@ package emit
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,9 @@ func TestNKeyUsersOnARealServer(t *testing.T) {
 			if err == nil {
 				forged.Close()
 				t.Fatalf("catalog's public key connected with notifier's seed (%s)", public)
+			}
+			if !errors.Is(err, nats.ErrAuthorization) {
+				t.Fatalf("catalog's public key with notifier's seed failed for another reason than authorization: %v", err)
 			}
 		})
 	}

@@ -43,10 +43,14 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	if *format != "mermaid" && *format != "dot" {
-		fmt.Fprintf(stderr, "meshc graph: --format: unknown format %q: use mermaid or dot\n", *format)
+	// Read as every command reads its formats (in any case, with a did-you-mean).
+	graphFormats := []string{"mermaid", "dot"}
+	f, err := suggest.Choose("format", *format, graphFormats)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc graph: --format: %v\n", err)
 		return exitCantRun
 	}
+	*format = graphFormats[f]
 	dir, exit, ok := catalogueArg(fs, rest, stderr)
 	if !ok {
 		return exit
