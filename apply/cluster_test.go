@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -221,5 +222,31 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	state, err := js.Stream(ctx, StateStream)
 	if err != nil || state.CachedInfo().Config.Replicas != 3 {
 		t.Fatalf("the lock's bucket on a cluster: %v", err)
+	}
+	// ... and never listed: not a change, not "not managed".
+	for _, c := range cs.Items {
+		if c.Stream == StateStream {
+			t.Fatalf("apply's own bucket is in the change set: %+v", c)
+		}
+	}
+	for _, u := range cs.Unmanaged {
+		if strings.Contains(u, StateStream) {
+			t.Fatalf("apply's own bucket is listed as not managed: %q", u)
+		}
+	}
+}
+
+// meshc apply makes its bucket R3 when the connection knows three servers or more. A client given
+// one seed URL learns the cluster's other servers from the first INFO, before Connect returns:
+// that is what counting nc.Servers() right after connecting relies on.
+func TestAConnectionToOneNodeKnowsTheCluster(t *testing.T) {
+	c := runCluster(t)
+	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if n := len(nc.Servers()); n < 3 {
+		t.Fatalf("connected through one seed URL, the client knows %d servers (%q), want 3", n, nc.Servers())
 	}
 }

@@ -327,16 +327,23 @@ func (d *accountsDelivery) deliver(wait time.Duration, stderr io.Writer) int {
 		}
 		// An account the reload created has dead service imports until the next reload
 		// (NATS-FACTS §12): its modules would publish into nothing.
-		if added, err := emit.AccountsAdded(previous, d.data); err != nil || len(added) > 0 {
+		added, cmpErr := emit.AccountsAdded(previous, d.data)
+		if cmpErr != nil || len(added) > 0 {
 			now, err := d.reload.loaded(context.Background())
 			if err == nil {
 				err = d.reload.reload(context.Background(), now, d.file, wait)
 			}
+			// Why a second reload: new accounts, or a file that could not be compared (so new
+			// accounts cannot be ruled out).
+			why := fmt.Sprintf("%d accounts are new", len(added))
+			if cmpErr != nil {
+				why = fmt.Sprintf("the old file could not be compared with the new (%v), so new accounts could not be ruled out", cmpErr)
+			}
 			if err != nil {
-				fmt.Fprintf(stderr, "meshc apply: the second reload, which wires the service imports of the %d accounts the first created: %v\n", len(added), err)
+				fmt.Fprintf(stderr, "meshc apply: the second reload, which wires the service imports of accounts the first created (%s): %v; apply again to reload once more\n", why, err)
 				return exitCantRun
 			}
-			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it twice: %d accounts are new, and the server wires their service imports on the second reload\n", path, len(added))
+			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it twice: %s, and the server wires new accounts' service imports on the second reload\n", path, why)
 			break
 		}
 		if changed {
