@@ -101,14 +101,8 @@ func runEmit(args []string, stdout, stderr io.Writer) int {
 // compileCatalogue loads and lints a catalogue and compiles it. A catalogue with lint errors is
 // not compiled: its findings go to stderr and the plan is nil, with the exit code to return.
 func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
-	c, loaded, err := catalogue.Load(dir)
-	if err != nil {
-		var nac *catalogue.NotACatalogue
-		if errors.As(err, &nac) {
-			fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, nac)
-		} else {
-			fmt.Fprintf(stderr, "meshc %s: loading %s: %v\n", cmd, dir, err)
-		}
+	c, loaded, ok := loadCatalogue(cmd, dir, stderr)
+	if !ok {
 		return nil, exitCantRun
 	}
 	findings, plan := lint.Check(c, loaded)
@@ -124,6 +118,22 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 		return nil, exitFailed
 	}
 	return plan, exitOK
+}
+
+// loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one
+// thing that is not a finding (SPEC §3).
+func loadCatalogue(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, catalogue.Findings, bool) {
+	c, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		var nac *catalogue.NotACatalogue
+		if errors.As(err, &nac) {
+			fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, nac)
+		} else {
+			fmt.Fprintf(stderr, "meshc %s: loading %s: %v\n", cmd, dir, err)
+		}
+		return nil, nil, false
+	}
+	return c, loaded, true
 }
 
 // render turns a plan into the golden files.

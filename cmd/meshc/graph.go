@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -55,14 +54,8 @@ func runGraph(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exit
 	}
-	c, _, err := catalogue.Load(dir)
-	if err != nil {
-		var nac *catalogue.NotACatalogue
-		if errors.As(err, &nac) {
-			fmt.Fprintf(stderr, "meshc graph: %v\n", nac)
-		} else {
-			fmt.Fprintf(stderr, "meshc graph: loading %s: %v\n", dir, err)
-		}
+	c, _, ok := loadCatalogue("graph", dir, stderr)
+	if !ok {
 		return exitCantRun
 	}
 	ix := catalogue.NewIndex(c)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -95,15 +94,8 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 		dir = rest[0]
 	}
 
-	c, loaded, err := catalogue.Load(dir)
-	if err != nil {
-		// Not a catalogue at all is the one thing that is not a finding (SPEC §3).
-		var nac *catalogue.NotACatalogue
-		if errors.As(err, &nac) {
-			fmt.Fprintf(stderr, "meshc lint: %v\n", nac)
-		} else {
-			fmt.Fprintf(stderr, "meshc lint: loading %s: %v\n", dir, err)
-		}
+	c, loaded, ok := loadCatalogue("lint", dir, stderr)
+	if !ok {
 		return exitCantRun
 	}
 	findings := fromHere(dir, lint.Run(c, loaded))
