@@ -65,7 +65,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}{{
 		user: "mod.anchor.catalog",
 		pub: []string{
-			"$JS.ACK.*.*.EVENTS.anchor_catalog.>", "$JS.ACK.EVENTS.anchor_catalog.>",
+			"$JS.ACK.*.*.EVENTS.anchor_catalog.*.*.*.*.>", "$JS.ACK.EVENTS.anchor_catalog.*.*.*.*.*",
 			"$JS.API.CONSUMER.INFO.EVENTS.anchor_catalog", "$JS.API.CONSUMER.MSG.NEXT.EVENTS.anchor_catalog",
 			"mesh.mod.catalog.event.upgraded",
 		},
@@ -76,7 +76,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 		// a seat it uses. Consumes nothing, so no EVENTS grant at all.
 		user: "mod.anchor.builder",
 		pub: []string{
-			"$JS.ACK.*.*.SEAT_MESH_BUILD_MACHINE.holder.>", "$JS.ACK.SEAT_MESH_BUILD_MACHINE.holder.>",
+			"$JS.ACK.*.*.SEAT_MESH_BUILD_MACHINE.holder.*.*.*.*.>", "$JS.ACK.SEAT_MESH_BUILD_MACHINE.holder.*.*.*.*.*",
 			"$JS.API.CONSUMER.INFO.SEAT_MESH_BUILD_MACHINE.holder", "$JS.API.CONSUMER.MSG.NEXT.SEAT_MESH_BUILD_MACHINE.holder",
 			"mesh.seat.image-store.accept.push", "mesh.seat.mesh-build-machine.event.built",
 		},
@@ -84,7 +84,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}, {
 		user: "mod.laptop.audit",
 		pub: []string{
-			"$JS.ACK.*.*.EVENTS.laptop_audit.>", "$JS.ACK.EVENTS.laptop_audit.>",
+			"$JS.ACK.*.*.EVENTS.laptop_audit.*.*.*.*.>", "$JS.ACK.EVENTS.laptop_audit.*.*.*.*.*",
 			"$JS.API.CONSUMER.INFO.EVENTS.laptop_audit", "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_audit",
 			"mesh.mod.catalog.tool.lookup",
 		},
@@ -92,7 +92,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}, {
 		user: "node.laptop",
 		pub: []string{
-			"$JS.ACK.*.*.NODES.laptop.>", "$JS.ACK.NODES.laptop.>", "$JS.API.CONSUMER.INFO.NODES.laptop",
+			"$JS.ACK.*.*.NODES.laptop.*.*.*.*.>", "$JS.ACK.NODES.laptop.*.*.*.*.*", "$JS.API.CONSUMER.INFO.NODES.laptop",
 			"mesh.control.heartbeat.laptop", "mesh.control.report.laptop",
 		},
 		sub: []string{"_DELIVER.NODES.laptop", "_INBOX.node.laptop.>"},
@@ -108,8 +108,8 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}, {
 		user: "mesh-controller",
 		pub: []string{
-			"$JS.ACK.*.*.CONTROL.enrolments.>", "$JS.ACK.*.*.CONTROL.reports.>", "$JS.ACK.*.*.EVENTS.mesh-controller.>",
-			"$JS.ACK.CONTROL.enrolments.>", "$JS.ACK.CONTROL.reports.>", "$JS.ACK.EVENTS.mesh-controller.>",
+			"$JS.ACK.*.*.CONTROL.enrolments.*.*.*.*.>", "$JS.ACK.*.*.CONTROL.reports.*.*.*.*.>", "$JS.ACK.*.*.EVENTS.mesh-controller.*.*.*.*.>",
+			"$JS.ACK.CONTROL.enrolments.*.*.*.*.*", "$JS.ACK.CONTROL.reports.*.*.*.*.*", "$JS.ACK.EVENTS.mesh-controller.*.*.*.*.*",
 			"$JS.API.>", "$KV.meshc.>", "_INBOX.enrol.*.>", "mesh.node.*.declare", "mesh.seat.mesh-build-machine.accept.build",
 		},
 		sub: []string{"_INBOX.mesh-controller.>", "mesh.control.heartbeat.*"},
@@ -418,7 +418,7 @@ func TestSubjectAlgebra(t *testing.T) {
 
 // coversSubject is Covers without splitting the narrow side: the two must agree everywhere.
 func TestCoversSubjectAgreesWithCovers(t *testing.T) {
-	subjects := []string{"a", "a.b", "a.b.c", "a.*", "a.>", "*", ">", "*.b", "a.*.c", "a.b.>", "x.y", "$JS.ACK.*.*.EVENTS.n_m.>", "$JS.ACK.EVENTS.n_m.>", "$JS.ACK.a.b.EVENTS.n_m.1.2"}
+	subjects := []string{"a", "a.b", "a.b.c", "a.*", "a.>", "*", ">", "*.b", "a.*.c", "a.b.>", "x.y", "$JS.ACK.*.*.EVENTS.n_m.*.*.*.*.>", "$JS.ACK.EVENTS.n_m.*.*.*.*.*", "$JS.ACK.a.b.EVENTS.n_m.1.2"}
 	for _, w := range subjects {
 		for _, n := range subjects {
 			if got, want := coversSubject(strings.Split(w, "."), n), Covers(w, n); got != want {

@@ -68,13 +68,22 @@ func ConsumerInfo(stream, consumer string) string {
 	return "$JS.API.CONSUMER.INFO." + stream + "." + consumer
 }
 
-// Ack is every ack of one consumer's deliveries, in the form servers send today.
-func Ack(stream, consumer string) string { return "$JS.ACK." + stream + "." + consumer + ".>" }
+// Ack is every ack of one consumer's deliveries, in the form servers send today:
+// `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`, exactly
+// nine tokens. Granted by its exact length, never with a final `>`: every consumer subscribes to
+// its own ack subject, so a grant that admits more tokens admits acks of consumers whose names sit
+// further along the subject (docs/nats.md, "Ack subjects").
+func Ack(stream, consumer string) string {
+	return "$JS.ACK." + stream + "." + consumer + ".*.*.*.*.*"
+}
 
 // AckV2 is the same in the form a server with js_ack_fc_v2 sends,
-// `$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.…`.
+// `$JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<the five of Ack>[.…]`: at least eleven
+// tokens, which the server's own subscription also requires. A bare `>` after the consumer
+// (`$JS.ACK.*.*.S.C.>`) admitted the nine-token `$JS.ACK.S2.C2.S.C.1.1.1`, which consumer C2
+// takes as its own ack: with `+NXT` it delivered C2's next message to the sender.
 func AckV2(stream, consumer string) string {
-	return "$JS.ACK.*.*." + stream + "." + consumer + ".>"
+	return "$JS.ACK.*.*." + stream + "." + consumer + ".*.*.*.*.>"
 }
 
 // AllAcks is every ack subject of every consumer, in both forms.

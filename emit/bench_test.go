@@ -15,7 +15,7 @@ func BenchmarkAccounts10k(b *testing.B) {
 		c := node + "_" + mod
 		p.Users = append(p.Users, compiler.User{
 			Name: "mod." + node + "." + mod, Kind: compiler.KindModule, Hash: recorded[i%len(recorded)],
-			Publish: allow("$JS.ACK.*.*.EVENTS."+c+".>", "$JS.ACK.EVENTS."+c+".>", "$JS.API.CONSUMER.INFO.EVENTS."+c,
+			Publish: allow("$JS.ACK.*.*.EVENTS."+c+".*.*.*.*.>", "$JS.ACK.EVENTS."+c+".*.*.*.*.*", "$JS.API.CONSUMER.INFO.EVENTS."+c,
 				"$JS.API.CONSUMER.MSG.NEXT.EVENTS."+c, "mesh.mod."+mod+".event.done", "mesh.mod.other.tool.ask"),
 			Subscribe:      allow("_INBOX.mod."+node+"."+mod+".>", "mesh.mod."+mod+".tool.ask"),
 			AllowResponses: true,

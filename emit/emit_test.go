@@ -44,7 +44,7 @@ func testPlan() *compiler.Plan {
 				Publish:   allow("$JS.API.>", "_INBOX.enrol.*.>", "mesh.node.*.declare"),
 				Subscribe: allow("_INBOX.mesh-controller.>", "mesh.control.heartbeat.*")},
 			{Name: "node.anchor", Kind: compiler.KindNode, Hash: recorded[1],
-				Publish: allow("$JS.ACK.*.*.NODES.anchor.>", "$JS.ACK.NODES.anchor.>", "$JS.API.CONSUMER.INFO.NODES.anchor",
+				Publish: allow("$JS.ACK.*.*.NODES.anchor.*.*.*.*.>", "$JS.ACK.NODES.anchor.*.*.*.*.*", "$JS.API.CONSUMER.INFO.NODES.anchor",
 					"mesh.control.heartbeat.anchor", "mesh.control.report.anchor"),
 				Subscribe: allow("_DELIVER.NODES.anchor", "_INBOX.node.anchor.>")},
 			{Name: "mod.anchor.catalog", Kind: compiler.KindModule, Hash: recorded[2],
