@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/meshc-dev/meshc/change"
 )
 
 // Options say what apply may do beyond asserting the plan. The zero value creates and updates
@@ -36,13 +38,13 @@ type Options struct {
 	// AfterDelete, when set, is called in a consumer's replace between the delete and the
 	// create; an error stops that replace there, as a kill or a lost server would. For tests of
 	// what a rerun recovers.
-	AfterDelete func(Change) error
+	AfterDelete func(change.Change) error
 }
 
 // Progress is one object done (or failed).
 type Progress struct {
 	Done, Total int
-	Change      Change
+	Change      change.Change
 	Err         error
 }
 
@@ -72,26 +74,26 @@ func (o Options) withDefaults() Options {
 // phase with bounded concurrency. Anything that would lose data without being asked is refused
 // before a single request is made, so a refusal never leaves the bus half changed. Applying a
 // change set computed from a bus that already matches does nothing.
-func Apply(ctx context.Context, js jetstream.JetStream, cs Changes, opts Options) (Result, error) {
+func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	if err := Refusals(cs, opts); err != nil {
 		return Result{}, err
 	}
 
-	var phases [4][]Change
+	var phases [4][]change.Change
 	total := 0
 	for _, c := range cs.Items {
-		if c.Action == NoOp {
+		if c.Action == change.NoOp {
 			continue
 		}
 		total++
 		switch {
-		case c.Kind == KindConsumer && c.Action == Delete:
+		case c.Kind == change.KindConsumer && c.Action == change.Delete:
 			phases[0] = append(phases[0], c)
-		case c.Kind == KindStream && c.Action == Delete:
+		case c.Kind == change.KindStream && c.Action == change.Delete:
 			// Before any stream is made, so a new stream may take the subjects of a pruned one.
 			phases[1] = append(phases[1], c)
-		case c.Kind == KindStream:
+		case c.Kind == change.KindStream:
 			phases[2] = append(phases[2], c)
 		default:
 			phases[3] = append(phases[3], c)
@@ -123,18 +125,18 @@ var ErrRefused = errors.New("apply refused")
 
 // Refusals lists every change the options do not permit, or returns nil: what Apply refuses
 // before its first request, for a caller with more to decide before it writes anything.
-func Refusals(cs Changes, opts Options) error {
+func Refusals(cs change.Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
-		if len(c.Unmanaged) > 0 && (c.Action == Replace || c.Action == Delete) {
+		if len(c.Unmanaged) > 0 && (c.Action == change.Replace || c.Action == change.Delete) {
 			// No flag gives this: meshc never deletes what it does not manage.
 			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",
 				noun, strings.Join(c.Unmanaged, ", ")))
 			continue
 		}
 		switch c.Action {
-		case Replace:
+		case change.Replace:
 			if !opts.AllowReplace {
 				var why []string
 				for _, f := range c.Fields {
@@ -145,14 +147,14 @@ func Refusals(cs Changes, opts Options) error {
 				refused = append(refused, fmt.Sprintf("%s must be replaced (%s cannot change in place): apply with --allow-replace to delete and make it again",
 					noun, strings.Join(why, ", ")))
 			}
-		case Delete:
+		case change.Delete:
 			if !opts.Prune {
 				refused = append(refused, fmt.Sprintf("%s is not in the plan: apply with --prune to delete it", noun))
 			}
 		default:
 			continue
 		}
-		if c.Kind == KindStream && c.Messages > 0 && !opts.PurgeNonEmpty {
+		if c.Kind == change.KindStream && c.Messages > 0 && !opts.PurgeNonEmpty {
 			refused = append(refused, fmt.Sprintf("%s holds %d messages that a %s would lose: apply with --purge-non-empty as well if they may go",
 				noun, c.Messages, c.Action.Word()))
 		}
@@ -178,7 +180,7 @@ type applier struct {
 	notes   []string
 }
 
-func (a *applier) report(c Change, err error) {
+func (a *applier) report(c change.Change, err error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.done++
@@ -215,18 +217,18 @@ func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) 
 	})
 }
 
-func (a *applier) one(ctx context.Context, c Change) error {
+func (a *applier) one(ctx context.Context, c change.Change) error {
 	switch c.Kind {
-	case KindStream:
+	case change.KindStream:
 		return a.stream(ctx, c)
 	default:
 		return a.consumer(ctx, c)
 	}
 }
 
-func (a *applier) stream(ctx context.Context, c Change) error {
+func (a *applier) stream(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
-	if c.Action == Delete || c.Action == Replace {
+	if c.Action == change.Delete || c.Action == change.Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteStream(ctx, c.Stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -238,13 +240,13 @@ func (a *applier) stream(ctx context.Context, c Change) error {
 		if err != nil {
 			return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
 		}
-		if c.Action == Delete {
+		if c.Action == change.Delete {
 			return nil
 		}
 	}
 	err := a.call(ctx, func(ctx context.Context) error {
 		var err error
-		if c.Action == Update {
+		if c.Action == change.Update {
 			_, err = a.js.UpdateStream(ctx, *c.StreamConfig)
 		} else {
 			// An identical create answers OK, so a create retried after a timeout that had in
@@ -259,15 +261,15 @@ func (a *applier) stream(ctx context.Context, c Change) error {
 	return nil
 }
 
-func (a *applier) consumer(ctx context.Context, c Change) error {
+func (a *applier) consumer(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
-	if c.Action == Replace {
+	if c.Action == change.Replace {
 		// Where the replacement starts is on the bus before the old one is gone (resume.go).
 		if err := a.recordResume(ctx, c); err != nil {
 			return fmt.Errorf("%s consumer %s on %s: record where it resumes before deleting it: %w; nothing was deleted", verb, c.Consumer, c.Stream, explain(err))
 		}
 	}
-	if c.Action == Delete || c.Action == Replace {
+	if c.Action == change.Delete || c.Action == change.Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
 			if errors.Is(err, jetstream.ErrConsumerNotFound) {
@@ -278,7 +280,7 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 		if err != nil {
 			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 		}
-		if c.Action == Delete {
+		if c.Action == change.Delete {
 			return a.forgotten(ctx, c)
 		}
 		if a.opts.AfterDelete != nil {
@@ -290,9 +292,9 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 	want := *c.ConsumerConfig
 	recreates := 0
 	err := a.call(ctx, func(ctx context.Context) error {
-		if c.Action != Update {
+		if c.Action != change.Update {
 			_, err := a.js.CreateConsumer(ctx, c.Stream, want)
-			if c.Action == Replace && recreates < 5 && stillDeleting(err) {
+			if c.Action == change.Replace && recreates < 5 && stillDeleting(err) {
 				// The server may still be removing the old consumer's files when the new one of
 				// the same name writes its own, and the create fails on a rename. Waiting lets
 				// the delete finish; the create is safe to repeat (an identical one answers OK).
@@ -309,7 +311,7 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 			// and says "consumer name already in use". Kept, said, and the rest still applied
 			// (seed 003).
 			want.DeliverSubject = old
-			a.note(keepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
+			a.note(change.KeepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
 			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)
 		}
 		return err
@@ -322,8 +324,8 @@ func (a *applier) consumer(ctx context.Context, c Change) error {
 
 // forgotten removes a consumer's resume point once it is made again (or pruned). Failing to is
 // not failing the change: a point left behind is used only if the consumer goes missing again.
-func (a *applier) forgotten(ctx context.Context, c Change) error {
-	if c.Action != Replace && !c.ResumeRecorded {
+func (a *applier) forgotten(ctx context.Context, c change.Change) error {
+	if c.Action != change.Replace && !c.ResumeRecorded {
 		return nil
 	}
 	if err := a.forgetResume(ctx, c); err != nil {
@@ -332,7 +334,7 @@ func (a *applier) forgotten(ctx context.Context, c Change) error {
 	return nil
 }
 
-func oldValue(fields []Field, name string) (string, bool) {
+func oldValue(fields []change.Field, name string) (string, bool) {
 	for _, f := range fields {
 		if f.Name == name {
 			return f.Old, true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,90 +11,54 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
-// meshPlan is a plan with every setting meshc uses (SPEC §2): a limits stream with MaxAge and a
-// per-subject cap, work queues, a one-per-subject stream, pull consumers with several filters,
-// AckWait and no max-deliver, and a push consumer with a delivery subject and ack wait 5m.
-func meshPlan(replicas int, storage jetstream.StorageType) *compiler.Plan {
-	st := func(c jetstream.StreamConfig) compiler.Stream {
-		c.Replicas, c.Storage = replicas, storage
-		return compiler.Stream{Config: c}
-	}
-	pull := func(stream, name string, ackWait time.Duration, maxDeliver int, filters ...string) compiler.Consumer {
-		return compiler.Consumer{Stream: stream, Config: jetstream.ConsumerConfig{
-			Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-			MaxDeliver: maxDeliver, FilterSubjects: filters,
-		}}
-	}
-	return &compiler.Plan{
-		Account: "novox",
-		Streams: []compiler.Stream{
-			st(jetstream.StreamConfig{Name: "CONTROL", Subjects: []string{"mesh.control.report.*", "mesh.control.enrol.*"},
-				Retention: jetstream.WorkQueuePolicy}),
-			st(jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>", "mesh.seat.*.event.>"},
-				MaxAge: 720 * time.Hour, MaxMsgsPerSubject: 10000}),
-			st(jetstream.StreamConfig{Name: "NODES", Subjects: []string{"mesh.node.*.declare"}, MaxMsgsPerSubject: 1}),
-			st(jetstream.StreamConfig{Name: "SEAT_MESH_BUILD_MACHINE", Subjects: []string{"mesh.seat.mesh-build-machine.accept.>"},
-				Retention: jetstream.WorkQueuePolicy}),
-		},
-		Consumers: []compiler.Consumer{
-			pull("CONTROL", "enrolments", 0, -1, "mesh.control.enrol.*"),
-			pull("CONTROL", "reports", 0, -1, "mesh.control.report.*"),
-			pull("EVENTS", "anchor_builder", 0, 0, "mesh.mod.catalog.event.upgraded", "mesh.seat.mesh-build-machine.event.built"),
-			pull("EVENTS", "mesh-controller", 0, 0, "mesh.seat.mesh-build-machine.event.built"),
-			{Stream: "NODES", Config: jetstream.ConsumerConfig{
-				Durable: "anchor", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 5 * time.Minute, MaxDeliver: -1,
-				FilterSubject: "mesh.node.anchor.declare", DeliverSubject: "_DELIVER.NODES.anchor",
-			}},
-			pull("SEAT_MESH_BUILD_MACHINE", "holder", 10*time.Minute, 0, "mesh.seat.mesh-build-machine.accept.>"),
-		},
-	}
-}
-
 // converge reads, diffs and applies, and returns the change set it applied.
-func converge(t *testing.T, nc *nats.Conn, js jetstream.JetStream, plan *compiler.Plan, dopts DiffOptions, opts Options) (Changes, Result, error) {
+func converge(t *testing.T, nc *nats.Conn, js jetstream.JetStream, plan *compiler.Plan, dopts change.DiffOptions, opts Options) (change.Changes, Result, error) {
 	t.Helper()
 	live, err := Read(t.Context(), nc, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := Diff(live, plan, dopts)
+	cs := change.Diff(live, plan, dopts)
 	res, err := Apply(t.Context(), js, cs, opts)
 	return cs, res, err
 }
 
 // diffNow re-reads the bus and diffs it against the plan.
-func diffNow(t *testing.T, nc *nats.Conn, plan *compiler.Plan, dopts DiffOptions) Changes {
+func diffNow(t *testing.T, nc *nats.Conn, plan *compiler.Plan, dopts change.DiffOptions) change.Changes {
 	t.Helper()
 	live, err := Read(t.Context(), nc, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Diff(live, plan, dopts)
+	return change.Diff(live, plan, dopts)
 }
 
-func requireEmpty(t *testing.T, cs Changes, why string) {
+func requireEmpty(t *testing.T, cs change.Changes, why string) {
 	t.Helper()
 	if !cs.Empty() || cs.Unreadable() != 0 {
 		var b strings.Builder
-		_ = Render(&b, cs, FormatText)
+		_ = change.Render(&b, cs, output.Text)
 		t.Fatalf("%s, but the diff is not empty:\n%s", why, b.String())
 	}
 }
 
-func only(t *testing.T, cs Changes) Change {
+func only(t *testing.T, cs change.Changes) change.Change {
 	t.Helper()
-	var got []Change
+	var got []change.Change
 	for _, c := range cs.Items {
-		if c.Action != NoOp {
+		if c.Action != change.NoOp {
 			got = append(got, c)
 		}
 	}
 	if len(got) != 1 {
 		var b strings.Builder
-		_ = Render(&b, cs, FormatText)
+		_ = change.Render(&b, cs, output.Text)
 		t.Fatalf("want exactly one change, got %d:\n%s", len(got), b.String())
 	}
 	return got[0]
@@ -119,124 +82,59 @@ func ackFirst(t *testing.T, cons jetstream.Consumer, n int) {
 func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 
-	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, Options{})
+	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cs.Count(Create), len(plan.Streams)+len(plan.Consumers); got != want || res.Applied != want {
+	if got, want := cs.Count(change.Create), len(plan.Streams)+len(plan.Consumers); got != want || res.Applied != want {
 		t.Fatalf("a fresh bus: %d creates, %d applied; want %d", got, res.Applied, want)
 	}
 	// What the server filled in (defaults, _nats.* metadata) is not a difference.
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the server holds exactly the plan")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the server holds exactly the plan")
 
 	// Asserting twice changes nothing.
-	cs, res, err = converge(t, nc, js, plan, DiffOptions{}, Options{})
+	cs, res, err = converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil || res.Applied != 0 || !cs.Empty() {
 		t.Fatalf("the second apply: %d applied, err %v", res.Applied, err)
 	}
 }
 
-// TestServerFillsTheDefaultsDiffAssumes pins each default normalStream and normalConsumer assume
-// to what this server fills in for a zero value, and a config with nothing set round-trips.
-func TestServerFillsTheDefaultsDiffAssumes(t *testing.T) {
-	s := runServer(t)
-	nc, js := connect(t, s.ClientURL())
-	ctx := t.Context()
-	plan := &compiler.Plan{
-		Streams: []compiler.Stream{
-			{Config: jetstream.StreamConfig{Name: "BARE", Subjects: []string{"bare.>"}}},
-			{Config: jetstream.StreamConfig{Name: "SHORT", Subjects: []string{"short.>"}, MaxAge: time.Minute}},
-			{Config: jetstream.StreamConfig{Name: "NOSUBJECTS"}},
-		},
-		Consumers: []compiler.Consumer{
-			{Stream: "BARE", Config: jetstream.ConsumerConfig{Durable: "pull"}},
-			{Stream: "BARE", Config: jetstream.ConsumerConfig{Durable: "push", DeliverSubject: "push.here"}},
-			{Stream: "BARE", Config: jetstream.ConsumerConfig{Durable: "one", FilterSubjects: []string{"bare.x"}}},
-			{Stream: "BARE", Config: jetstream.ConsumerConfig{Durable: "meta", Metadata: map[string]string{"owner": "mesh"}}},
-		},
-	}
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
-		t.Fatal(err)
-	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "bare configs were created")
-
-	bare, err := js.Stream(ctx, "BARE")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := bare.CachedInfo().Config
-	if got.MaxMsgs != -1 || got.MaxBytes != -1 || got.MaxMsgsPerSubject != -1 || got.MaxConsumers != -1 ||
-		got.MaxMsgSize != -1 || got.Replicas != 1 || got.Duplicates != defaultDuplicates ||
-		got.Storage != jetstream.FileStorage || got.Discard != jetstream.DiscardOld {
-		t.Fatalf("the server's stream defaults moved: %+v", got)
-	}
-	if _, ok := got.Metadata["_nats.ver"]; !ok {
-		t.Fatalf("the server no longer injects _nats.* metadata; userMetadata may be obsolete: %v", got.Metadata)
-	}
-	short, _ := js.Stream(ctx, "SHORT")
-	if d := short.CachedInfo().Config.Duplicates; d != time.Minute {
-		t.Fatalf("duplicate window of a stream kept 1m: %s; the server no longer caps it at max age", d)
-	}
-	live, err := Read(ctx, nc, ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc := live.consumer("BARE", "pull").Config
-	if pc.AckWait != defaultAckWait || pc.MaxDeliver != -1 || pc.MaxAckPending != defaultMaxAckPending || pc.MaxWaiting != defaultMaxWaiting {
-		t.Fatalf("the server's pull consumer defaults moved: %+v", pc)
-	}
-	if mw := live.consumer("BARE", "push").Config.MaxWaiting; mw != 0 {
-		t.Fatalf("a push consumer got max waiting %d", mw)
-	}
-
-	// And the normalisation is what keeps it quiet: compared raw, the server's fill-ins would
-	// all be phantom changes.
-	raw := compareStructsRaw(live.stream("BARE").Config, plan.Streams[0].Config)
-	if len(raw) == 0 {
-		t.Fatal("a raw comparison found nothing, so this test proves nothing about normalisation")
-	}
-}
-
-func compareStructsRaw(have, want jetstream.StreamConfig) []Field {
-	return compareStructs(reflect.ValueOf(have), reflect.ValueOf(want), map[string]bool{"name": true})
-}
-
 func TestARealChangeShowsOnlyItsField(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
-	plan := meshPlan(1, jetstream.FileStorage)
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 
 	plan.Streams[1].Config.MaxAge = 1440 * time.Hour // EVENTS
-	c := only(t, diffNow(t, nc, plan, DiffOptions{}))
-	if c.Action != Update || c.Stream != "EVENTS" || len(c.Fields) != 1 || c.Fields[0].Name != "max_age" ||
+	c := only(t, diffNow(t, nc, plan, change.DiffOptions{}))
+	if c.Action != change.Update || c.Stream != "EVENTS" || len(c.Fields) != 1 || c.Fields[0].Name != "max_age" ||
 		c.Fields[0].Old != "720h0m0s" || c.Fields[0].New != "1440h0m0s" {
 		t.Fatalf("want EVENTS ~ max_age 720h0m0s → 1440h0m0s, got %+v", c)
 	}
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the stream was updated")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the stream was updated")
 
 	plan.Consumers[5].Config.AckWait = 20 * time.Minute // the seat's holder
 	plan.Consumers[5].Config.FilterSubjects = nil
 	plan.Consumers[5].Config.FilterSubject = "mesh.seat.mesh-build-machine.accept.>" // the same filter, written the other way
-	c = only(t, diffNow(t, nc, plan, DiffOptions{}))
-	if c.Action != Update || c.Consumer != "holder" || len(c.Fields) != 1 || c.Fields[0].Name != "ack_wait" {
+	c = only(t, diffNow(t, nc, plan, change.DiffOptions{}))
+	if c.Action != change.Update || c.Consumer != "holder" || len(c.Fields) != 1 || c.Fields[0].Name != "ack_wait" {
 		t.Fatalf("want holder ~ ack_wait only, got %+v", c)
 	}
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the consumer was updated")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the consumer was updated")
 
 	// A setting the plan drops is a change too, back to the server's default.
 	plan.Streams[2].Config.MaxMsgsPerSubject = 0 // NODES
-	c = only(t, diffNow(t, nc, plan, DiffOptions{}))
+	c = only(t, diffNow(t, nc, plan, change.DiffOptions{}))
 	if c.Fields[0].Name != "max_msgs_per_subject" || c.Fields[0].Old != "1" || c.Fields[0].New != "-1" {
 		t.Fatalf("want NODES ~ max_msgs_per_subject 1 → -1, got %+v", c)
 	}
@@ -245,8 +143,8 @@ func TestARealChangeShowsOnlyItsField(t *testing.T) {
 func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
-	plan := meshPlan(1, jetstream.MemoryStorage)
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	plan := compilertest.MeshPlan(1, jetstream.MemoryStorage)
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// Somebody (or an older meshc) made the controller's consumer start from new messages.
@@ -260,8 +158,8 @@ func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
 	if _, err := js.CreateConsumer(ctx, "EVENTS", cfg); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "only the consumer's start differs, which is its history")
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "only the consumer's start differs, which is its history")
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatalf("asserting over a consumer with its own start: %v", err)
 	}
 }
@@ -270,8 +168,8 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
-	plan := meshPlan(1, jetstream.FileStorage)
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// Three events, the first two acknowledged by the controller's consumer.
@@ -288,9 +186,9 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 
 	// The controller's consumer replays at the original pace now: not changeable in place.
 	plan.Consumers[3].Config.ReplayPolicy = jetstream.ReplayOriginalPolicy
-	cs := diffNow(t, nc, plan, DiffOptions{})
+	cs := diffNow(t, nc, plan, change.DiffOptions{})
 	c := only(t, cs)
-	if c.Action != Replace || c.Fields[0].Name != "replay_policy" || !c.Fields[0].Replaces {
+	if c.Action != change.Replace || c.Fields[0].Name != "replay_policy" || !c.Fields[0].Replaces {
 		t.Fatalf("want mesh-controller -/+ replay_policy, got %+v", c)
 	}
 	_, err = Apply(ctx, js, cs, Options{})
@@ -305,7 +203,7 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	if _, err := Apply(ctx, js, cs, Options{AllowReplace: true}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the consumer was replaced")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the consumer was replaced")
 	// The replacement resumes after what the old one acknowledged: message 2, not 0 again.
 	cons, _ = js.Consumer(ctx, "EVENTS", "mesh-controller")
 	m, err := cons.Next(jetstream.FetchMaxWait(2 * time.Second))
@@ -319,8 +217,8 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	// A stream's retention to or from work queue is a replace too, and an empty one needs only
 	// AllowReplace. Its consumers are made again with it.
 	plan.Streams[3].Config.Retention = jetstream.LimitsPolicy // SEAT_MESH_BUILD_MACHINE
-	cs = diffNow(t, nc, plan, DiffOptions{})
-	if cs.Count(Replace) != 1 || cs.Count(Create) != 1 {
+	cs = diffNow(t, nc, plan, change.DiffOptions{})
+	if cs.Count(change.Replace) != 1 || cs.Count(change.Create) != 1 {
 		t.Fatalf("want the seat's stream replaced and its holder made again, got %s", cs.Summary())
 	}
 	if _, err := Apply(ctx, js, cs, Options{}); err == nil {
@@ -330,7 +228,7 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	if _, err := js.Publish(ctx, "mesh.seat.mesh-build-machine.accept.build", []byte("work")); err != nil {
 		t.Fatal(err)
 	}
-	cs = diffNow(t, nc, plan, DiffOptions{})
+	cs = diffNow(t, nc, plan, change.DiffOptions{})
 	_, err = Apply(ctx, js, cs, Options{AllowReplace: true})
 	if err == nil || !strings.Contains(err.Error(), "holds 1 messages that a replace would lose") {
 		t.Fatalf("replacing a stream holding work: %v", err)
@@ -341,15 +239,15 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 	if _, err := Apply(ctx, js, cs, Options{AllowReplace: true, PurgeNonEmpty: true}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the stream was replaced")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the stream was replaced")
 }
 
 func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
-	plan := meshPlan(1, jetstream.FileStorage)
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// What an older catalogue left: a stream with a message, an empty one, a consumer.
@@ -369,14 +267,14 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cs := diffNow(t, nc, plan, DiffOptions{})
+	cs := diffNow(t, nc, plan, change.DiffOptions{})
 	requireEmpty(t, cs, "without prune, what the plan lacks is left alone")
 	if len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "OLD_FULL") || !strings.Contains(cs.Notes[0], "EVENTS/gone_module") {
 		t.Fatalf("what is left alone is not said: %q", cs.Notes)
 	}
 
-	cs = diffNow(t, nc, plan, DiffOptions{Prune: true})
-	if cs.Count(Delete) != 3 {
+	cs = diffNow(t, nc, plan, change.DiffOptions{Prune: true})
+	if cs.Count(change.Delete) != 3 {
 		t.Fatalf("with prune, want 3 deletes, got %s", cs.Summary())
 	}
 	if _, err := Apply(ctx, js, cs, Options{}); err == nil || !strings.Contains(err.Error(), "--prune") {
@@ -393,8 +291,8 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 	if _, err := Apply(ctx, js, cs, Options{Prune: true, PurgeNonEmpty: true}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{Prune: true}), "everything not in the plan was pruned")
-	if cs := diffNow(t, nc, plan, DiffOptions{}); len(cs.Notes) != 0 {
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{Prune: true}), "everything not in the plan was pruned")
+	if cs := diffNow(t, nc, plan, change.DiffOptions{}); len(cs.Notes) != 0 {
 		t.Fatalf("after pruning, notes remain: %q", cs.Notes)
 	}
 }
@@ -425,7 +323,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	// The consumer as a running mesh holds it: made before the subject carried the stream.
 	oldNodeConsumer(t, js, plan, 0)
 	// The machine listens, the whole time.
@@ -451,17 +349,17 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, Options{})
+	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil {
 		t.Fatalf("the apply failed on the consumer a machine is bound to, which is the crash loop of seed 003: %v", err)
 	}
-	var kept *Change
+	var kept *change.Change
 	for i, c := range cs.Items {
 		if c.Consumer == "anchor" {
 			kept = &cs.Items[i]
 		}
 	}
-	if kept == nil || kept.Action != NoOp || len(kept.Notes) != 1 || !strings.Contains(kept.Notes[0], "keeps its delivery subject") {
+	if kept == nil || kept.Action != change.NoOp || len(kept.Notes) != 1 || !strings.Contains(kept.Notes[0], "keeps its delivery subject") {
 		t.Fatalf("keeping the subject was not said: %+v (apply notes %q)", kept, res.Notes)
 	}
 	info, err := js.PushConsumer(ctx, "NODES", "anchor")
@@ -483,7 +381,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	}
 
 	// Asserting again is a no-op, or the controller crash-loops on its own restart.
-	if cs, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil || !cs.Empty() {
+	if cs, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil || !cs.Empty() {
 		t.Fatalf("the second apply: %v\n%+v", err, cs)
 	}
 }
@@ -494,13 +392,13 @@ func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	oldNodeConsumer(t, js, plan, time.Minute)
 	live, err := Read(ctx, nc, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := Diff(live, plan, DiffOptions{})
+	cs := change.Diff(live, plan, change.DiffOptions{})
 
 	machine, _ := connect(t, s.ClientURL())
 	sub, err := machine.SubscribeSync("_DELIVER.anchor")
@@ -532,16 +430,16 @@ func TestAnUnboundPushConsumerMoves(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	oldNodeConsumer(t, js, plan, 0)
-	cs := diffNow(t, nc, plan, DiffOptions{})
-	var moved Change
+	cs := diffNow(t, nc, plan, change.DiffOptions{})
+	var moved change.Change
 	for _, c := range cs.Items {
 		if c.Consumer == "anchor" {
 			moved = c
 		}
 	}
-	if moved.Action != Update || len(moved.Fields) != 1 || moved.Fields[0].Name != "deliver_subject" || len(moved.Notes) != 0 {
+	if moved.Action != change.Update || len(moved.Fields) != 1 || moved.Fields[0].Name != "deliver_subject" || len(moved.Notes) != 0 {
 		t.Fatalf("want anchor ~ deliver_subject with nothing kept, got %+v", moved)
 	}
 	if _, err := Apply(ctx, js, cs, Options{}); err != nil {
@@ -551,7 +449,7 @@ func TestAnUnboundPushConsumerMoves(t *testing.T) {
 	if got := info.CachedInfo().Config.DeliverSubject; got != "_DELIVER.NODES.anchor" {
 		t.Fatalf("a consumer nothing is bound to did not move: %q", got)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "the subject moved")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the subject moved")
 }
 
 func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
@@ -568,12 +466,12 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 		}})
 	}
 	start := time.Now()
-	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, Options{Concurrency: 32})
+	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{Concurrency: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("apply of %d objects: %s", res.Applied, time.Since(start))
-	if cs.Count(Create) != n+1 {
+	if cs.Count(change.Create) != n+1 {
 		t.Fatalf("want %d creates, got %s", n+1, cs.Summary())
 	}
 
@@ -591,7 +489,7 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 	if got := len(live.Streams[0].Consumers); got != n {
 		t.Fatalf("paging lost consumers: read %d of %d", got, n)
 	}
-	requireEmpty(t, Diff(live, plan, DiffOptions{}), "all consumers were made")
+	requireEmpty(t, change.Diff(live, plan, change.DiffOptions{}), "all consumers were made")
 }
 
 func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {

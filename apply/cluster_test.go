@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
 )
 
 // A meta leader lost in the middle of an apply: the requests that go unanswered during the
@@ -20,7 +22,7 @@ import (
 func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 	c := runCluster(t)
 	nc, js := connect(t, c.urls())
-	plan := meshPlan(3, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(3, jetstream.FileStorage)
 
 	var once sync.Once
 	stopped := -1
@@ -40,7 +42,7 @@ func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 		},
 	}
 	start := time.Now()
-	cs, res, err := converge(t, nc, js, plan, DiffOptions{}, opts)
+	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, opts)
 	t.Logf("first apply with node n%d stopped after the first object: %d of %d applied in %s, err %v",
 		stopped+1, res.Applied, len(cs.Items), time.Since(start), err)
 	if stopped < 0 {
@@ -48,7 +50,7 @@ func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 	}
 
 	start = time.Now()
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{RetryFor: 20 * time.Second, AttemptTimeout: 2 * time.Second}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{RetryFor: 20 * time.Second, AttemptTimeout: 2 * time.Second}); err != nil {
 		t.Fatalf("rerunning apply on the two nodes left did not converge: %v", err)
 	}
 	t.Logf("second apply on 2 of 3 nodes: %s", time.Since(start))
@@ -82,7 +84,7 @@ func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string
 			}
 		}
 		if unavailable == 0 {
-			requireEmpty(t, Diff(live, plan, DiffOptions{Prune: true}), why)
+			requireEmpty(t, change.Diff(live, plan, change.DiffOptions{Prune: true}), why)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -108,15 +110,15 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 			{Stream: "LONELY", Config: jetstream.ConsumerConfig{Durable: "reader", MaxDeliver: -1}},
 		},
 	}
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "placement and replicas were applied")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "placement and replicas were applied")
 
 	c.stop(2)
 	c.waitReady()
 	start := time.Now()
-	var live *State
+	var live *change.State
 	// The meta leader learns that n3 is gone a moment after it goes.
 	reads := 0
 	for deadline := time.Now().Add(15 * time.Second); ; {
@@ -127,18 +129,18 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The R3 stream may read as missing too while it elects a leader in n3's place.
-		if s := live.stream("LONELY"); s != nil && s.Unavailable != "" && live.stream("SAFE").Unavailable == "" {
+		if s := live.Stream("LONELY"); s != nil && s.Unavailable != "" && live.Stream("SAFE").Unavailable == "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the stream on the stopped node never read as unavailable: %+v", live.stream("LONELY"))
+			t.Fatalf("the stream on the stopped node never read as unavailable: %+v", live.Stream("LONELY"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Logf("stream on a stopped node reported %q after %s (%d reads), %d requests in the last", live.stream("LONELY").Unavailable, time.Since(start), reads, live.Requests)
+	t.Logf("stream on a stopped node reported %q after %s (%d reads), %d requests in the last", live.Stream("LONELY").Unavailable, time.Since(start), reads, live.Requests)
 
 	for _, prune := range []bool{false, true} {
-		cs := Diff(live, plan, DiffOptions{Prune: prune})
+		cs := change.Diff(live, plan, change.DiffOptions{Prune: prune})
 		if !cs.Empty() {
 			t.Fatalf("a stream that cannot be read is acted on: %s", cs.Summary())
 		}
@@ -157,8 +159,8 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 			t.Fatalf("the stream and its consumer left alone were not both said: %+v", cs.Items)
 		}
 		// Not in the plan, and unreadable: still not pruned.
-		cs = Diff(live, &compiler.Plan{Streams: plan.Streams[1:]}, DiffOptions{Prune: true})
-		if cs.Count(Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "left alone") {
+		cs = change.Diff(live, &compiler.Plan{Streams: plan.Streams[1:]}, change.DiffOptions{Prune: true})
+		if cs.Count(change.Delete) != 0 || len(cs.Notes) != 1 || !strings.Contains(cs.Notes[0], "left alone") {
 			t.Fatalf("an unreadable stream was pruned: %s %q", cs.Summary(), cs.Notes)
 		}
 	}
@@ -171,13 +173,13 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	c := runCluster(t)
 	nc, js := connect(t, c.urls())
 	ctx := t.Context()
-	plan := meshPlan(3, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(3, jetstream.FileStorage)
 	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test", Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Release(ctx)
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "leases", Replicas: 3})
@@ -197,11 +199,11 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cs, _, err := converge(t, nc, js, plan, DiffOptions{Prune: true}, Options{Prune: true, PurgeNonEmpty: true, AllowReplace: true})
+	cs, _, err := converge(t, nc, js, plan, change.DiffOptions{Prune: true}, Options{Prune: true, PurgeNonEmpty: true, AllowReplace: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs.Count(Delete) != 1 || !slices.Contains(cs.Unmanaged, "consumer EVENTS/audit") || !slices.Contains(cs.Unmanaged, "stream ORDERS") {
+	if cs.Count(change.Delete) != 1 || !slices.Contains(cs.Unmanaged, "consumer EVENTS/audit") || !slices.Contains(cs.Unmanaged, "stream ORDERS") {
 		t.Fatalf("on a cluster: %s, not managed %q", cs.Summary(), cs.Unmanaged)
 	}
 	requireSettled(t, nc, plan, "the marked consumer the plan dropped was pruned")
@@ -219,18 +221,18 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 			t.Fatalf("%v did not survive: %v", name, err)
 		}
 	}
-	state, err := js.Stream(ctx, StateStream)
+	state, err := js.Stream(ctx, compiler.ApplyBucketStream)
 	if err != nil || state.CachedInfo().Config.Replicas != 3 {
 		t.Fatalf("the lock's bucket on a cluster: %v", err)
 	}
 	// ... and never listed: not a change, not "not managed".
 	for _, c := range cs.Items {
-		if c.Stream == StateStream {
+		if c.Stream == compiler.ApplyBucketStream {
 			t.Fatalf("apply's own bucket is in the change set: %+v", c)
 		}
 	}
 	for _, u := range cs.Unmanaged {
-		if strings.Contains(u, StateStream) {
+		if strings.Contains(u, compiler.ApplyBucketStream) {
 			t.Fatalf("apply's own bucket is listed as not managed: %q", u)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
@@ -78,7 +80,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS",
+		cs := change.Changes{Items: []change.Change{{Action: change.Create, Kind: change.KindStream, Stream: "EVENTS",
 			StreamConfig: &jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>"}}}}}
 		_, err = Apply(t.Context(), js, cs, Options{AttemptTimeout: 300 * time.Millisecond, RetryFor: 5 * time.Second})
 		if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "mesh-controller") {
@@ -122,7 +124,7 @@ func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "is JetStream enabled") {
 		t.Fatalf("no JetStream read as: %v", err)
 	}
-	cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS",
+	cs := change.Changes{Items: []change.Change{{Action: change.Create, Kind: change.KindStream, Stream: "EVENTS",
 		StreamConfig: &jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>"}}}}}
 	_, err = Apply(t.Context(), js, cs, Options{RetryFor: 600 * time.Millisecond, AttemptTimeout: 300 * time.Millisecond})
 	if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "is JetStream enabled") {
@@ -137,8 +139,8 @@ func TestAFatalServerRefusalIsNotRetriedAndNamesTheObject(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"mesh.mod.*.event.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	plan := meshPlan(1, jetstream.MemoryStorage)
-	cs := Changes{Items: []Change{{Action: Create, Kind: KindStream, Stream: "EVENTS", StreamConfig: &plan.Streams[1].Config}}}
+	plan := compilertest.MeshPlan(1, jetstream.MemoryStorage)
+	cs := change.Changes{Items: []change.Change{{Action: change.Create, Kind: change.KindStream, Stream: "EVENTS", StreamConfig: &plan.Streams[1].Config}}}
 	start := time.Now()
 	_, err := Apply(ctx, js, cs, Options{})
 	if err == nil || !strings.HasPrefix(err.Error(), "create stream EVENTS: ") || !strings.Contains(err.Error(), "--prune") {

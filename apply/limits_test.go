@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -41,10 +42,10 @@ func TestAMeshPastTheServersConsumerLimitApplies(t *testing.T) {
 
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
-	if _, _, err := converge(t, nc, js, plan, DiffOptions{}, Options{Concurrency: 32}); err != nil {
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{Concurrency: 32}); err != nil {
 		t.Fatalf("applying %d consumers on EVENTS: %v", modules, err)
 	}
-	requireEmpty(t, diffNow(t, nc, plan, DiffOptions{}), "after applying past the default consumer limit")
+	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "after applying past the default consumer limit")
 	info, err := js.Stream(t.Context(), compiler.EventsStream)
 	if err != nil {
 		t.Fatal(err)

@@ -13,10 +13,6 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
-// StateStream is the stream behind compiler.ApplyBucket, where apply keeps its lock and the
-// resume points of consumers it replaces: apply's own, never in a plan, never pruned.
-const StateStream = "KV_" + compiler.ApplyBucket
-
 // lockKey is the lock's key: one per bus, because two applies of any two catalogues to one
 // bus would each read a state the other is changing.
 const lockKey = "apply.lock"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -24,7 +25,7 @@ func applyLocked(t *testing.T, ctl *controllerConn, plan *compiler.Plan, holder 
 	if err != nil {
 		return err
 	}
-	_, err = Apply(lock.Context(), ctl.js, Diff(live, plan, DiffOptions{Prune: true}), Options{Prune: true})
+	_, err = Apply(lock.Context(), ctl.js, change.Diff(live, plan, change.DiffOptions{Prune: true}), Options{Prune: true})
 	return err
 }
 
@@ -60,8 +61,8 @@ func TestTwoAppliesAtOnceEndAsOneOfThem(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("two applies at once: %v", err)
 	}
-	emptyA := diffNow(t, ctlA.nc, planA, DiffOptions{Prune: true}).Empty()
-	emptyB := diffNow(t, ctlA.nc, planB, DiffOptions{Prune: true}).Empty()
+	emptyA := diffNow(t, ctlA.nc, planA, change.DiffOptions{Prune: true}).Empty()
+	emptyB := diffNow(t, ctlA.nc, planB, change.DiffOptions{Prune: true}).Empty()
 	if emptyA == emptyB {
 		t.Fatalf("the bus matches catalogue A: %v, catalogue B: %v; want exactly one", emptyA, emptyB)
 	}
@@ -138,16 +139,16 @@ func TestACrashedHoldersLockExpires(t *testing.T) {
 // The lock's bucket is apply's own: not in the plan, not listed as unmanaged, never pruned.
 func requireStateBucketUnmanaged(t *testing.T, b *meshBus) {
 	t.Helper()
-	cs := diffNow(t, b.controller.nc, b.plan, DiffOptions{Prune: true})
+	cs := diffNow(t, b.controller.nc, b.plan, change.DiffOptions{Prune: true})
 	for _, c := range cs.Items {
-		if c.Stream == StateStream {
+		if c.Stream == compiler.ApplyBucketStream {
 			t.Fatalf("apply's own bucket is in the change set: %+v", c)
 		}
 	}
-	if slices.ContainsFunc(cs.Unmanaged, func(s string) bool { return strings.Contains(s, StateStream) }) {
+	if slices.ContainsFunc(cs.Unmanaged, func(s string) bool { return strings.Contains(s, compiler.ApplyBucketStream) }) {
 		t.Fatalf("apply's own bucket is listed as not managed: %q", cs.Unmanaged)
 	}
-	if _, err := b.controller.js.Stream(t.Context(), StateStream); err != nil {
+	if _, err := b.controller.js.Stream(t.Context(), compiler.ApplyBucketStream); err != nil {
 		t.Fatalf("the lock's bucket: %v", err)
 	}
 }

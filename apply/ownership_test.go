@@ -16,8 +16,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // meshBus is a server composed from the accounts.conf meshc emits for the example catalogue,
@@ -174,15 +176,15 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	if _, err := b.other.CreateStream(ctx, control); err != nil {
 		t.Fatal(err)
 	}
-	cs := diffNow(t, ctl.nc, plan, DiffOptions{Prune: true})
-	c := findChange(t, cs, KindStream, compiler.ControlStream, "")
-	if c.Action != Update || len(c.Fields) != 1 || c.Fields[0].Name != "metadata" {
+	cs := diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true})
+	c := findChange(t, cs, change.KindStream, compiler.ControlStream, "")
+	if c.Action != change.Update || len(c.Fields) != 1 || c.Fields[0].Name != "metadata" {
 		t.Fatalf("a stream the plan names and meshc did not mark is adopted by an update of its metadata alone, got %+v", c)
 	}
 	if _, err := Apply(ctx, ctl.js, cs, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, ctl.nc, plan, DiffOptions{Prune: true}), "the plan was applied")
+	requireEmpty(t, diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true}), "the plan was applied")
 	if info, err := ctl.js.Stream(ctx, compiler.ControlStream); err != nil || info.CachedInfo().Config.Metadata[compiler.OwnerKey] != plan.Account {
 		t.Fatalf("the adopted stream does not carry the mark: %v", err)
 	}
@@ -220,10 +222,10 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cs = diffNow(t, ctl.nc, plan, DiffOptions{Prune: true})
+	cs = diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true})
 	var deletes []string
 	for _, c := range cs.Items {
-		if c.Action != NoOp {
+		if c.Action != change.NoOp {
 			deletes = append(deletes, c.Action.String()+" "+c.Name())
 		}
 	}
@@ -235,7 +237,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 		t.Fatalf("not managed: %q, want %q", cs.Unmanaged, wantUnmanaged)
 	}
 	var text bytes.Buffer
-	if err := Render(&text, cs, FormatText); err != nil || !strings.Contains(text.String(), "Not managed by meshc") {
+	if err := change.Render(&text, cs, output.Text); err != nil || !strings.Contains(text.String(), "Not managed by meshc") {
 		t.Fatalf("plan does not show what is not managed: %v\n%s", err, text.String())
 	}
 
@@ -248,7 +250,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 		}
 	}
 	all := Options{Prune: true, PurgeNonEmpty: true, AllowReplace: true}
-	_, err = Apply(ctx, ctl.js, diffNow(t, ctl.nc, replacing, DiffOptions{Prune: true}), all)
+	_, err = Apply(ctx, ctl.js, diffNow(t, ctl.nc, replacing, change.DiffOptions{Prune: true}), all)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "EVENTS/audit") {
 		t.Fatalf("a replace that deletes another team's consumer was not refused: %v", err)
 	}
@@ -257,7 +259,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	if _, err := Apply(ctx, ctl.js, cs, all); err != nil {
 		t.Fatal(err)
 	}
-	requireEmpty(t, diffNow(t, ctl.nc, plan, DiffOptions{Prune: true}), "everything the mesh marked and dropped was pruned")
+	requireEmpty(t, diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true}), "everything the mesh marked and dropped was pruned")
 	if e, err := kv.Get(ctx, "seat.a"); err != nil || string(e.Value()) != "held" {
 		t.Fatalf("the KV bucket lost its key: %v", err)
 	}
@@ -281,7 +283,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	ctl.requireNoViolation(t)
 }
 
-func findChange(t *testing.T, cs Changes, kind Kind, stream, consumer string) Change {
+func findChange(t *testing.T, cs change.Changes, kind change.Kind, stream, consumer string) change.Change {
 	t.Helper()
 	for _, c := range cs.Items {
 		if c.Kind == kind && c.Stream == stream && c.Consumer == consumer {
@@ -289,5 +291,5 @@ func findChange(t *testing.T, cs Changes, kind Kind, stream, consumer string) Ch
 		}
 	}
 	t.Fatalf("no change for %s %s/%s", kind, stream, consumer)
-	return Change{}
+	return change.Change{}
 }

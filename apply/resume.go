@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -20,18 +20,6 @@ import (
 // consumer gone, and a rerun would make it again from the plan — deliver all — replaying every
 // message it had acknowledged. So where the replacement starts is written to the bus before the
 // delete, and a rerun that finds the consumer missing starts it there.
-
-// ResumePoint is where a replaced consumer's replacement starts, recorded before the delete.
-type ResumePoint struct {
-	Stream   string `json:"stream"`
-	Consumer string `json:"consumer"`
-	// DeliverPolicy and OptStartSeq are the replacement's start: by start sequence just after
-	// the old consumer's ack floor, or the old consumer's own start when it acknowledged nothing.
-	DeliverPolicy jetstream.DeliverPolicy `json:"deliver_policy"`
-	OptStartSeq   uint64                  `json:"opt_start_seq,omitempty"`
-	OptStartTime  *time.Time              `json:"opt_start_time,omitempty"`
-	Recorded      time.Time               `json:"recorded"`
-}
 
 // resumePrefix is the keys' prefix in the state bucket.
 const resumePrefix = "resume."
@@ -47,31 +35,8 @@ func resumeKey(stream, consumer string) string {
 	return resumePrefix + "b64." + base64.RawURLEncoding.EncodeToString([]byte(stream+"\x00"+consumer))
 }
 
-// describe says where the replacement starts, for a reviewer.
-func (r ResumePoint) describe() string {
-	switch r.DeliverPolicy {
-	case jetstream.DeliverByStartSequencePolicy:
-		return fmt.Sprintf("stream sequence %d", r.OptStartSeq)
-	case jetstream.DeliverByStartTimePolicy:
-		if r.OptStartTime != nil {
-			return "time " + r.OptStartTime.UTC().Format(time.RFC3339Nano)
-		}
-	}
-	return "deliver policy " + render(reflect.ValueOf(r.DeliverPolicy))
-}
-
-// startOf is the start a replacement is made with.
-func startOf(stream, consumer string, c *jetstream.ConsumerConfig) ResumePoint {
-	return ResumePoint{Stream: stream, Consumer: consumer, DeliverPolicy: c.DeliverPolicy,
-		OptStartSeq: c.OptStartSeq, OptStartTime: c.OptStartTime}
-}
-
-func (r ResumePoint) applyTo(c *jetstream.ConsumerConfig) {
-	c.DeliverPolicy, c.OptStartSeq, c.OptStartTime = r.DeliverPolicy, r.OptStartSeq, r.OptStartTime
-}
-
 // apiMsgGet follows the API prefix (a JetStream domain), as the lists do.
-const apiMsgGet = ".STREAM.MSG.GET." + StateStream
+const apiMsgGet = ".STREAM.MSG.GET." + compiler.ApplyBucketStream
 
 type msgGetResponse struct {
 	Error   *jetstream.APIError `json:"error,omitempty"`
@@ -87,12 +52,12 @@ func (m *msgGetResponse) apiError() *jetstream.APIError { return m.Error }
 // readResumes reads every recorded resume point: one request per point, walking the bucket's
 // resume keys by "next message on this subject" — no consumer, no subscription beyond the
 // inbox. A point is rare (only between a replace's delete and create), so this is cheap.
-func (st *State) readResumes(ctx context.Context, nc Requester, opts ReadOptions) error {
-	st.Resumes = map[[2]string]ResumePoint{}
+func (r *reading) readResumes(ctx context.Context) error {
+	r.st.Resumes = map[[2]string]change.ResumePoint{}
 	for seq := uint64(1); ; {
 		body, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": "$KV." + compiler.ApplyBucket + "." + resumePrefix + ">"})
 		var resp msgGetResponse
-		err := st.requestRaw(ctx, nc, opts, opts.APIPrefix+apiMsgGet, body, &resp)
+		err := r.requestRaw(ctx, r.opts.APIPrefix+apiMsgGet, body, &resp)
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeMessageNotFound || ae.ErrorCode == jetstream.JSErrCodeStreamNotFound) {
 			return nil
@@ -104,12 +69,12 @@ func (st *State) readResumes(ctx context.Context, nc Requester, opts ReadOptions
 			return nil
 		}
 		seq = resp.Message.Seq + 1
-		var r ResumePoint
+		var point change.ResumePoint
 		// A deleted point leaves an empty marker: nothing to resume.
-		if len(resp.Message.Data) == 0 || json.Unmarshal(resp.Message.Data, &r) != nil || r.Consumer == "" {
+		if len(resp.Message.Data) == 0 || json.Unmarshal(resp.Message.Data, &point) != nil || point.Consumer == "" {
 			continue
 		}
-		st.Resumes[[2]string{r.Stream, r.Consumer}] = r
+		r.st.Resumes[[2]string{point.Stream, point.Consumer}] = point
 	}
 }
 
@@ -122,12 +87,12 @@ func (a *applier) resumeBucket(ctx context.Context) (jetstream.KeyValue, error) 
 
 // recordResume writes where c's replacement starts, before c is deleted. Put, not create: a
 // point left by an earlier stopped run is replaced by this run's, which read the live consumer.
-func (a *applier) recordResume(ctx context.Context, c Change) error {
+func (a *applier) recordResume(ctx context.Context, c change.Change) error {
 	kv, err := a.resumeBucket(ctx)
 	if err != nil {
 		return err
 	}
-	r := startOf(c.Stream, c.Consumer, c.ConsumerConfig)
+	r := change.StartOf(c.Stream, c.Consumer, c.ConsumerConfig)
 	r.Recorded = time.Now().UTC()
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -140,7 +105,7 @@ func (a *applier) recordResume(ctx context.Context, c Change) error {
 }
 
 // forgetResume removes a point once its consumer exists again.
-func (a *applier) forgetResume(ctx context.Context, c Change) error {
+func (a *applier) forgetResume(ctx context.Context, c change.Change) error {
 	kv, err := a.resumeBucket(ctx)
 	if err != nil {
 		return err

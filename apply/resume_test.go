@@ -10,7 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // replaceable sets up a bus as mesh-controller with the example's plan, 10 events on one of
@@ -19,7 +21,7 @@ import (
 func replaceable(t *testing.T, b *meshBus) (consumer string, replacing *compiler.Plan) {
 	t.Helper()
 	ctx := t.Context()
-	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, DiffOptions{}, Options{}); err != nil {
+	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(b.plan.Consumers, func(c compiler.Consumer) bool {
@@ -80,13 +82,13 @@ func requireResumedAfterFloor(t *testing.T, b *meshBus, consumer string) {
 // resumes, apply to honour it, and the point to be gone afterwards.
 func rerunResumes(t *testing.T, b *meshBus, consumer string, plan *compiler.Plan) {
 	t.Helper()
-	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
-	c := findChange(t, cs, KindConsumer, compiler.EventsStream, consumer)
-	if c.Action != Create || !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "resumes at stream sequence 6") }) {
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	c := findChange(t, cs, change.KindConsumer, compiler.EventsStream, consumer)
+	if c.Action != change.Create || !slices.ContainsFunc(c.Notes, func(n string) bool { return strings.Contains(n, "resumes at stream sequence 6") }) {
 		t.Fatalf("the rerun's plan does not say where the consumer resumes: %+v", c)
 	}
 	var text strings.Builder
-	if err := Render(&text, cs, FormatText); err != nil || !strings.Contains(text.String(), "resumes at stream sequence 6") {
+	if err := change.Render(&text, cs, output.Text); err != nil || !strings.Contains(text.String(), "resumes at stream sequence 6") {
 		t.Fatalf("the rendered plan does not say where it resumes:\n%s", text.String())
 	}
 	if _, err := Apply(t.Context(), b.controller.js, cs, Options{}); err != nil {
@@ -100,7 +102,7 @@ func rerunResumes(t *testing.T, b *meshBus, consumer string, plan *compiler.Plan
 	if len(live.Resumes) != 0 {
 		t.Fatalf("resume points left after the consumer was made again: %+v", live.Resumes)
 	}
-	requireEmpty(t, Diff(live, plan, DiffOptions{}), "the rerun converged")
+	requireEmpty(t, change.Diff(live, plan, change.DiffOptions{}), "the rerun converged")
 	b.controller.requireNoViolation(t)
 }
 
@@ -110,13 +112,13 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 	b := startMeshBus(t)
 	consumer, plan := replaceable(t, b)
 
-	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
 	c := only(t, cs)
-	if c.Action != Replace || !strings.Contains(strings.Join(c.Notes, " "), "resumes at stream sequence 6") {
+	if c.Action != change.Replace || !strings.Contains(strings.Join(c.Notes, " "), "resumes at stream sequence 6") {
 		t.Fatalf("the plan does not say where the replaced consumer resumes: %+v", c)
 	}
 	killed := errors.New("killed")
-	_, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterDelete: func(Change) error { return killed }})
+	_, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterDelete: func(change.Change) error { return killed }})
 	if !errors.Is(err, killed) {
 		t.Fatalf("the fault hook did not stop the apply: %v", err)
 	}
@@ -130,7 +132,7 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	live.Resumes = nil
-	if c := findChange(t, Diff(live, plan, DiffOptions{}), KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy || len(c.Notes) != 0 {
+	if c := findChange(t, change.Diff(live, plan, change.DiffOptions{}), change.KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy || len(c.Notes) != 0 {
 		t.Fatalf("without a recorded point the consumer would start at %v", c.ConsumerConfig.DeliverPolicy)
 	}
 
@@ -143,10 +145,10 @@ func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
 	b := startMeshBus(t)
 	consumer, plan := replaceable(t, b)
 
-	cs := diffNow(t, b.controller.nc, plan, DiffOptions{})
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
 	_, err := Apply(t.Context(), b.controller.js, cs, Options{
 		AllowReplace: true, RetryFor: time.Second, AttemptTimeout: 300 * time.Millisecond,
-		AfterDelete: func(Change) error {
+		AfterDelete: func(change.Change) error {
 			b.server.Shutdown()
 			b.server.WaitForShutdown()
 			return nil

@@ -28,16 +28,7 @@ func runServer(t *testing.T) *server.Server {
 // connect opens a client connection and a jetstream handle on it.
 func connect(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	return natstest.Connect(t, url)
 }
 
 // freePorts reserves n loopback ports and releases them for the cluster to take.

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -43,8 +44,8 @@ func BenchmarkApplyFromEmpty(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			cs := apply.Diff(live, plan, apply.DiffOptions{})
-			if n, want := cs.Count(apply.Create), len(plan.Streams)+len(plan.Consumers); n != want {
+			cs := change.Diff(live, plan, change.DiffOptions{})
+			if n, want := cs.Count(change.Create), len(plan.Streams)+len(plan.Consumers); n != want {
 				return fmt.Errorf("an empty bus should need %d creates, the diff has %d: %s", want, n, cs.Summary())
 			}
 			_, err = apply.Apply(ctx, x.js, cs, apply.Options{})
@@ -105,7 +106,7 @@ func checkHolds(b *testing.B, x *bus, plan *compiler.Plan) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if cs := apply.Diff(live, plan, apply.DiffOptions{Prune: true}); !cs.Empty() {
+	if cs := change.Diff(live, plan, change.DiffOptions{Prune: true}); !cs.Empty() {
 		b.Fatalf("the bus does not hold the plan: %s", cs.Summary())
 	}
 }
@@ -146,7 +147,7 @@ func BenchmarkReapply(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cs := apply.Diff(live, plan, apply.DiffOptions{})
+			cs := change.Diff(live, plan, change.DiffOptions{})
 			if !cs.Empty() {
 				b.Fatalf("a bus holding the plan should need nothing, the diff says: %s", cs.Summary())
 			}

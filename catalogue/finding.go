@@ -3,6 +3,7 @@ package catalogue
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 )
 
@@ -13,6 +14,16 @@ type Pos struct {
 	File string `json:"file"`
 	Line int    `json:"line,omitempty"`
 	Col  int    `json:"column,omitempty"`
+}
+
+// Under shows a position relative to the catalogue as a path from where meshc was run, the
+// catalogue being at dir: a terminal or an editor opens it as printed, and GitHub resolves
+// annotations and SARIF from the repository's root, where CI runs `meshc lint path/to/catalogue`.
+func (p Pos) Under(dir string) Pos {
+	if p.File != "" && filepath.Clean(dir) != "." {
+		p.File = filepath.ToSlash(filepath.Join(dir, filepath.FromSlash(p.File)))
+	}
+	return p
 }
 
 func (p Pos) String() string {
@@ -100,6 +111,28 @@ func (fs Findings) Sorted() Findings {
 }
 
 // HasErrors reports whether any finding that is not suppressed is an error.
+// Under is the findings with every position, related ones too, shown from where meshc was run
+// (Pos.Under).
+func (fs Findings) Under(dir string) Findings {
+	if filepath.Clean(dir) == "." {
+		return fs
+	}
+	out := make(Findings, len(fs))
+	for i, f := range fs {
+		f.Pos = f.Pos.Under(dir)
+		if f.Related != nil {
+			related := make([]Related, len(f.Related))
+			for j, r := range f.Related {
+				r.Pos = r.Pos.Under(dir)
+				related[j] = r
+			}
+			f.Related = related
+		}
+		out[i] = f
+	}
+	return out
+}
+
 func (fs Findings) HasErrors() bool {
 	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error && f.Suppressed == nil })
 }

@@ -12,13 +12,13 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/synth"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every structural fault is one finding at the place it was written, with the fix in the message.
 func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
-	_, findings := testcat.Load(t, "testdata/structure.txtar")
+	_, findings := cataloguetest.Load(t, "testdata/structure.txtar")
 	want := []string{
 		`inventory.yaml:2:48: error: yaml: a node's enrolling must be true or false, not the string "yes"`,
 		`inventory.yaml:3:5: error: yaml: a node needs a name`,
@@ -51,7 +51,7 @@ func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
 }
 
 func TestAWellFormedCatalogueLoadsWithoutFindings(t *testing.T) {
-	c, findings := testcat.Load(t, "../compiler/testdata/small.txtar")
+	c, findings := cataloguetest.Load(t, "../compiler/testdata/small.txtar")
 	if len(findings) != 0 {
 		t.Fatalf("unexpected findings: %v", findings)
 	}
@@ -356,7 +356,7 @@ func TestDurationsTakeTheNATSCLIsUnits(t *testing.T) {
 // leaving them out means the shared account and passwords.
 func TestIsolationAndAuthTakeTheirWords(t *testing.T) {
 	load := func(mesh string) (*catalogue.Catalogue, catalogue.Findings) {
-		c, findings, err := catalogue.Load(testcat.Write(t, &txtar.Archive{Files: []txtar.File{
+		c, findings, err := catalogue.Load(cataloguetest.Write(t, &txtar.Archive{Files: []txtar.File{
 			{Name: "mesh.yaml", Data: []byte("name: m\n" + mesh)},
 			{Name: "modules/a.yaml", Data: []byte("module: a\n")},
 		}}))

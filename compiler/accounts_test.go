@@ -8,12 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/meshc-dev/meshc/catalogue"
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 func compileIsolated(t *testing.T, archive, isolation string) *Plan {
 	t.Helper()
-	c, loaded := testcat.Load(t, archive)
+	c, loaded := cataloguetest.Load(t, archive)
 	if len(loaded) > 0 {
 		t.Fatalf("the test catalogue does not load cleanly: %v", loaded)
 	}

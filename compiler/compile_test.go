@@ -11,12 +11,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 func compileArchive(t *testing.T, archive string) (*Plan, catalogue.Findings) {
 	t.Helper()
-	c, loaded := testcat.Load(t, archive)
+	c, loaded := cataloguetest.Load(t, archive)
 	if len(loaded) > 0 {
 		t.Fatalf("the test catalogue does not load cleanly: %v", loaded)
 	}
@@ -139,7 +139,7 @@ func TestAUserWithNothingToPublishIsDeniedEverything(t *testing.T) {
 	if len(u.Publish.Allow) == 0 {
 		t.Fatal("the registry holds a seat that accepts work and was granted nothing")
 	}
-	c, _ := testcat.Load(t, "testdata/small.txtar")
+	c, _ := cataloguetest.Load(t, "testdata/small.txtar")
 	c.Inventory.People = append(c.Inventory.People, &catalogue.Person{Name: catalogue.Text{Value: "carol"}})
 	p, _ = Compile(catalogue.NewIndex(c))
 	carol := user(t, p, "person.carol")
@@ -221,7 +221,7 @@ func TestStreamsAndConsumers(t *testing.T) {
 // were read in: the bus reloads on the accounts file's digest, so an order-dependent compiler
 // would reload the whole bus on every run.
 func TestCompilingIgnoresOrder(t *testing.T) {
-	c, _ := testcat.Load(t, "testdata/small.txtar")
+	c, _ := cataloguetest.Load(t, "testdata/small.txtar")
 	want, _ := Compile(catalogue.NewIndex(c))
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/meshc-dev/meshc/catalogue"
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 func edgeStrings(g *Graph) []string {
@@ -23,7 +23,7 @@ func edgeStrings(g *Graph) []string {
 
 // A call (a module's or a person's) to a tool nobody serves is no edge; a served one is.
 func TestMeshGraphDrawsOnlyServedTools(t *testing.T) {
-	c, _ := testcat.Load(t, "testdata/graph-unserved.txtar")
+	c, _ := cataloguetest.Load(t, "testdata/graph-unserved.txtar")
 	got := edgeStrings(MeshGraph(catalogue.NewIndex(c)))
 	if !slices.Contains(got, "module:audit tool module:catalog lookup") {
 		t.Errorf("the served call has no edge: %q", got)
@@ -36,7 +36,7 @@ func TestMeshGraphDrawsOnlyServedTools(t *testing.T) {
 }
 
 func TestMeshGraph(t *testing.T) {
-	c, _ := testcat.Load(t, "testdata/small.txtar")
+	c, _ := cataloguetest.Load(t, "testdata/small.txtar")
 	g := MeshGraph(catalogue.NewIndex(c))
 	got := edgeStrings(g)
 	for _, want := range []string{

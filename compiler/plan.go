@@ -4,6 +4,8 @@
 package compiler
 
 import (
+	"cmp"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -148,3 +150,6 @@ type Consumer struct {
 	// whoever holds the seat shares.
 	User string
 }
+
+// ConsumerName is the name the server knows a consumer by: its durable name, or its name.
+func ConsumerName(c jetstream.ConsumerConfig) string { return cmp.Or(c.Durable, c.Name) }

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/meshc-dev/meshc/catalogue"
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // compileChanged compiles small.txtar with some of its files replaced.
 func compileChanged(t *testing.T, files map[string]string) *Plan {
 	t.Helper()
-	dir := testcat.Extract(t, "testdata/small.txtar")
+	dir := cataloguetest.Extract(t, "testdata/small.txtar")
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

@@ -107,6 +107,10 @@ const (
 // two machines, and a killed apply's rerun may run anywhere.
 const ApplyBucket = "meshc"
 
+// ApplyBucketStream is the stream behind ApplyBucket: apply's own, never in a plan, never
+// pruned, not news to a reviewer.
+const ApplyBucketStream = "KV_" + ApplyBucket
+
 // ApplyBucketSubjects are the subjects a write to ApplyBucket publishes on: a key-value put is a
 // publish to $KV.<bucket>.<key>.
 func ApplyBucketSubjects() string { return "$KV." + ApplyBucket + ".>" }

@@ -11,9 +11,9 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natstest"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // examplePlan compiles the example mesh with the isolation it is given, keeping its recorded
@@ -70,7 +70,7 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 func TestNKeyUsersOnARealServer(t *testing.T) {
 	for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
 		t.Run(isolation, func(t *testing.T) {
-			cat, _ := testcat.Load(t, "testdata/proof.txtar")
+			cat, _ := cataloguetest.Load(t, "testdata/proof.txtar")
 			cat.Mesh.Isolation.Value, cat.Mesh.Auth.Value = isolation, catalogue.AuthNKey
 			plan, _ := compiler.Compile(catalogue.NewIndex(cat))
 			seeds := map[string]string{}

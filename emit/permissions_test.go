@@ -15,9 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/localbus"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // TestPermissionsOnARealServer proves SPEC §2 "Permissions" against a real nats-server: every
@@ -306,7 +306,7 @@ type bus struct {
 // isolation overrides the catalogue's.
 func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	t.Helper()
-	cat, findings := testcat.Load(t, archive)
+	cat, findings := cataloguetest.Load(t, archive)
 	cat.Mesh.Isolation.Value = isolation
 	for _, f := range findings {
 		if f.Severity == catalogue.Error {

@@ -40,7 +40,7 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	}
 	slices.SortStableFunc(f.Streams, func(a, b jetstream.StreamConfig) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortStableFunc(f.Consumers, func(a, b planConsumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(consumerName(a.Config), consumerName(b.Config)))
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
 	})
 	for i := 1; i < len(f.Streams); i++ {
 		if f.Streams[i].Name == f.Streams[i-1].Name {
@@ -49,8 +49,8 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	}
 	for i := 1; i < len(f.Consumers); i++ {
 		a, b := f.Consumers[i-1], f.Consumers[i]
-		if a.Stream == b.Stream && consumerName(a.Config) == consumerName(b.Config) {
-			return nil, fmt.Errorf("two consumers named %q on stream %q in the plan: each needs its own durable name", consumerName(b.Config), b.Stream)
+		if a.Stream == b.Stream && compiler.ConsumerName(a.Config) == compiler.ConsumerName(b.Config) {
+			return nil, fmt.Errorf("two consumers named %q on stream %q in the plan: each needs its own durable name", compiler.ConsumerName(b.Config), b.Stream)
 		}
 	}
 
@@ -70,9 +70,6 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	}
 	return out.Bytes(), nil
 }
-
-// consumerName is the name the server knows a consumer by: its durable name, or its name.
-func consumerName(c jetstream.ConsumerConfig) string { return cmp.Or(c.Durable, c.Name) }
 
 // ReadPlanJSON reads golden/plan.json back into the plan it was written from: its streams and
 // consumers, in the file's order (which PlanJSON sorted). It is PlanJSON's reader, kept beside
@@ -96,7 +93,7 @@ func ReadPlanJSON(data []byte) (*compiler.Plan, error) {
 	}
 	consumers := map[[2]string]bool{}
 	for _, c := range f.Consumers {
-		name := consumerName(c.Config)
+		name := compiler.ConsumerName(c.Config)
 		if !streams[c.Stream] {
 			return nil, fmt.Errorf("consumer %s is on stream %s, which the plan does not list; run `meshc emit` to rewrite it", name, c.Stream)
 		}

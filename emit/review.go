@@ -75,7 +75,7 @@ func Review(p *compiler.Plan) []byte {
 
 	consumers := slices.Clone(p.Consumers)
 	slices.SortStableFunc(consumers, func(a, b compiler.Consumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(consumerName(a.Config), consumerName(b.Config)))
+		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
 	})
 	b.WriteString("\n## Consumers\n\n")
 	b.WriteString("| stream | consumer | delivery | filters | ack wait | max deliver |\n")
@@ -90,7 +90,7 @@ func Review(p *compiler.Plan) []byte {
 		if cc.FilterSubject != "" {
 			filters = append([]string{cc.FilterSubject}, filters...)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", code(c.Stream), code(consumerName(cc)), delivery,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", code(c.Stream), code(compiler.ConsumerName(cc)), delivery,
 			codes(filters), duration(cc.AckWait), limit(int64(cc.MaxDeliver)))
 	}
 	return b.Bytes()

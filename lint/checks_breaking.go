@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -43,9 +44,26 @@ type Against struct {
 	// BasePos shows a base position to a reader (the base's files are not in the working tree:
 	// `HEAD~1:modules/x.yaml`). Nil leaves positions as they are.
 	BasePos func(catalogue.Pos) catalogue.Pos
-	// Replaced names the streams the server cannot change in place from base to head, with the
-	// setting that forces it: apply's replace table decides, and lint does not keep a second.
-	Replaced map[string]string
+}
+
+// replaced names the streams the server cannot change in place from base to head, with the
+// settings that force it: the change model's replace table decides, and lint keeps no second.
+func (a Against) replaced() map[string]string {
+	cs := change.Diff(change.Applied(a.Base.Plan), a.Head.Plan, change.DiffOptions{})
+	out := map[string]string{}
+	for _, c := range cs.Items {
+		if c.Kind != change.KindStream || c.Action != change.Replace {
+			continue
+		}
+		var fields []string
+		for _, f := range c.Fields {
+			if f.Replaces {
+				fields = append(fields, f.Name)
+			}
+		}
+		out[c.Stream] = strings.Join(fields, ", ")
+	}
+	return out
 }
 
 // Break is one breaking finding, what it is about, and the approval that accepts it, if any.
@@ -215,6 +233,7 @@ func nodeExists(ix *catalogue.Index, node string) bool {
 // at once, and a stream replaced is deleted with everything in it.
 func retentionCuts(a Against) []Break {
 	var out []Break
+	replaced := a.replaced()
 	for _, hs := range a.Head.Plan.Streams {
 		i := slices.IndexFunc(a.Base.Plan.Streams, func(s compiler.Stream) bool { return s.Config.Name == hs.Config.Name })
 		if i < 0 {
@@ -243,7 +262,7 @@ func retentionCuts(a Against) []Break {
 				"stream %s keeps less: %s; what it holds beyond the new limit is dropped when apply changes it; keep the limit, or approve the cut (`approve: [{rule: retention, on: %s, reason: …}]` in mesh.yaml)",
 				name, strings.Join(cuts, ", "), name))
 		}
-		if field, ok := a.Replaced[name]; ok {
+		if field, ok := replaced[name]; ok {
 			out = append(out, breakAt(ruleRetention, hs.Source, name,
 				"stream %s must be replaced (%s cannot change in place): replacing deletes it with every message and consumer on it; keep %s, or approve the replace (`approve: [{rule: retention, on: %s, reason: …}]` in mesh.yaml)",
 				name, field, field, name))

@@ -3,7 +3,6 @@ package lint
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,62 +15,37 @@ import (
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/internal/buildinfo"
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/internal/safetext"
-	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-// Format is how `meshc lint` writes its findings: for a person, for a program, for code
-// scanning, or for a GitHub Actions log.
-type Format int
-
-const (
-	// Text is one line per finding, `file:line:col: severity: rule: message`, each related place
-	// indented on the lines after it, then a summary line. No findings, no output: a clean
-	// catalogue is as quiet as `go vet` on clean code, and the exit status says it was clean.
-	Text Format = iota
-	// JSON is the shape documented at writeJSON; it is stable, so scripts may rely on it.
-	JSON
-	// SARIF is a SARIF 2.1.0 log for code scanning (GitHub's upload-sarif, editors).
-	SARIF
-	// GitHub is GitHub Actions workflow commands: each finding becomes an annotation on the
-	// pull request's diff.
-	GitHub
-)
-
-var formatNames = [...]string{Text: "text", JSON: "json", SARIF: "sarif", GitHub: "github"}
-
-// FormatNames lists every format's name, in the order help text shows them.
-func FormatNames() []string { return slices.Clone(formatNames[:]) }
-
-func (f Format) String() string {
-	if f < 0 || int(f) >= len(formatNames) {
-		return "Format(" + strconv.Itoa(int(f)) + ")"
-	}
-	return formatNames[f]
-}
-
-// ParseFormat reads a format's name as `--format` takes it, in any case (SARIF, sarif).
-func ParseFormat(s string) (Format, error) {
-	f, err := suggest.Choose("format", s, formatNames[:])
-	return Format(f), err
-}
+// Formats are how `meshc lint` writes its findings, in the order help text shows them:
+//
+//   - text: one line per finding, `file:line:col: severity: rule: message`, each related place
+//     indented on the lines after it, then a summary line. No findings, no output: a clean
+//     catalogue is as quiet as `go vet` on clean code, and the exit status says it was clean;
+//   - json: the shape documented at writeJSON; it is stable, so scripts may rely on it;
+//   - sarif: a SARIF 2.1.0 log for code scanning (GitHub's upload-sarif, editors);
+//   - github: GitHub Actions workflow commands: each finding becomes an annotation on the pull
+//     request's diff.
+var Formats = []output.Format{output.Text, output.JSON, output.SARIF, output.GitHub}
 
 // Write writes findings in format f. Findings are sorted and de-duplicated first, so the same
 // catalogue gives the same bytes whatever order the checks ran in.
 //
 // A finding the catalogue silenced (lint.rules, # meshc:ignore) is left out of every format but
 // SARIF, which keeps it as a suppression: code scanning then shows what was silenced, and why.
-func Write(w io.Writer, f Format, findings catalogue.Findings) error {
+func Write(w io.Writer, f output.Format, findings catalogue.Findings) error {
 	findings = findings.Sorted()
 	reported := slices.DeleteFunc(slices.Clone(findings), func(f catalogue.Finding) bool { return f.Suppressed != nil })
 	switch f {
-	case Text:
+	case output.Text:
 		return writeText(w, reported)
-	case JSON:
+	case output.JSON:
 		return writeJSON(w, reported)
-	case SARIF:
+	case output.SARIF:
 		return writeSARIF(w, findings)
-	case GitHub:
+	case output.GitHub:
 		return writeGitHub(w, reported)
 	}
 	return fmt.Errorf("lint: no writer for format %v", f)
@@ -185,16 +159,7 @@ func writeJSON(w io.Writer, findings catalogue.Findings) error {
 		}
 		report.Findings = append(report.Findings, jf)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	// Messages quote YAML and name subjects like _INBOX.x.>; "\u003e" would only hurt reading.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(report); err != nil {
-		return err
-	}
-	_, err := w.Write(safetext.JSON(buf.Bytes()))
-	return err
+	return output.WriteJSON(w, report)
 }
 
 // sarifLevel maps a severity onto SARIF's result levels; info is SARIF's "note".
@@ -377,13 +342,5 @@ func WriteRulesJSON(w io.Writer) error {
 		out.Rules = append(out.Rules, jsonRule{ID: r.ID, Severity: r.Severity.String(), Summary: r.Summary, Why: r.Why,
 			Configurable: !r.Firm && !slices.Contains(breakRules, r), Help: RulesDoc + "#" + r.ID})
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
+	return output.WriteJSON(w, out)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // sample is out of order on purpose: every format must sort.
@@ -29,7 +30,7 @@ var sample = catalogue.Findings{
 	},
 }
 
-func write(t *testing.T, f Format, findings catalogue.Findings) string {
+func write(t *testing.T, f output.Format, findings catalogue.Findings) string {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := Write(&buf, f, findings); err != nil {
@@ -38,33 +39,8 @@ func write(t *testing.T, f Format, findings catalogue.Findings) string {
 	return buf.String()
 }
 
-func TestParseFormat(t *testing.T) {
-	for _, name := range FormatNames() {
-		f, err := ParseFormat(name)
-		if err != nil {
-			t.Fatalf("ParseFormat(%q): %v", name, err)
-		}
-		if f.String() != name {
-			t.Errorf("ParseFormat(%q).String() = %q", name, f.String())
-		}
-	}
-	if f, err := ParseFormat("SARIF"); err != nil || f != SARIF {
-		t.Errorf("ParseFormat(SARIF) = %v, %v", f, err)
-	}
-	_, err := ParseFormat("sarf")
-	if err == nil || !strings.Contains(err.Error(), "did you mean sarif?") {
-		t.Errorf("ParseFormat(sarf) = %v, want a did-you-mean sarif", err)
-	}
-	if _, err := ParseFormat("xml"); err == nil || !strings.Contains(err.Error(), "text, json, sarif, github") {
-		t.Errorf("ParseFormat(xml) = %v, want the list of formats", err)
-	}
-	if err := Write(&bytes.Buffer{}, Format(42), nil); err == nil {
-		t.Error("Write with an unknown format succeeded")
-	}
-}
-
 func TestText(t *testing.T) {
-	got := write(t, Text, sample)
+	got := write(t, output.Text, sample)
 	want := "modules/builder.yaml:3: info: event-unheard: nobody consumes builder's event image.pushed\n" +
 		"modules/builder.yaml:7:5: warning: seat-renamed: git-server is mesh-git's old name; write mesh-git\n" +
 		"modules/photos.yaml:4:3: error: seat-duplicate: seat image-store is declared twice; keep one declaration\n" +
@@ -76,13 +52,13 @@ func TestText(t *testing.T) {
 }
 
 func TestTextQuiet(t *testing.T) {
-	if got := write(t, Text, nil); got != "" {
+	if got := write(t, output.Text, nil); got != "" {
 		t.Errorf("no findings wrote %q, want nothing", got)
 	}
 }
 
 func TestTextOneLinePerFinding(t *testing.T) {
-	got := write(t, Text, catalogue.Findings{{Pos: catalogue.Pos{File: "mesh.yaml", Line: 1, Col: 1}, Rule: "yaml", Severity: catalogue.Error, Message: "bad\nmesh.yaml:2:1: error: yaml: forged"}})
+	got := write(t, output.Text, catalogue.Findings{{Pos: catalogue.Pos{File: "mesh.yaml", Line: 1, Col: 1}, Rule: "yaml", Severity: catalogue.Error, Message: "bad\nmesh.yaml:2:1: error: yaml: forged"}})
 	if n := strings.Count(got, "\n"); n != 2 {
 		t.Errorf("a message holding a newline gave %d lines, want the finding and the summary:\n%s", n, got)
 	}
@@ -104,7 +80,7 @@ func TestSummary(t *testing.T) {
 // "none", so a script written against it keeps working.
 func TestJSONShape(t *testing.T) {
 	var got any
-	if err := json.Unmarshal([]byte(write(t, JSON, sample)), &got); err != nil {
+	if err := json.Unmarshal([]byte(write(t, output.JSON, sample)), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{
@@ -131,7 +107,7 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestJSONQuiet(t *testing.T) {
-	got := write(t, JSON, nil)
+	got := write(t, output.JSON, nil)
 	want := "{\n  \"findings\": [],\n  \"summary\": {\n    \"errors\": 0,\n    \"warnings\": 0,\n    \"info\": 0\n  }\n}\n"
 	if got != want {
 		t.Errorf("no findings wrote\n%s\nwant\n%s", got, want)
@@ -139,7 +115,7 @@ func TestJSONQuiet(t *testing.T) {
 }
 
 func TestJSONKeepsSubjectsReadable(t *testing.T) {
-	got := write(t, JSON, catalogue.Findings{{Pos: catalogue.Pos{File: "mesh.yaml"}, Rule: "no-subject", Message: "_INBOX.x.> & <y>"}})
+	got := write(t, output.JSON, catalogue.Findings{{Pos: catalogue.Pos{File: "mesh.yaml"}, Rule: "no-subject", Message: "_INBOX.x.> & <y>"}})
 	if !strings.Contains(got, `"_INBOX.x.> & <y>"`) {
 		t.Errorf("message was HTML-escaped:\n%s", got)
 	}
@@ -175,8 +151,8 @@ func readSARIF(t *testing.T, out string) *sarif.Report {
 }
 
 func TestSARIF(t *testing.T) {
-	out := write(t, SARIF, sample)
-	if again := write(t, SARIF, sample); again != out {
+	out := write(t, output.SARIF, sample)
+	if again := write(t, output.SARIF, sample); again != out {
 		t.Fatal("SARIF output differs between two writes of the same findings")
 	}
 	report := readSARIF(t, out)
@@ -258,7 +234,7 @@ func TestSARIF(t *testing.T) {
 // TestSARIFUnknownPlaces checks that what is unknown is left out, not written as 0 (which the
 // schema refuses), and that odd paths stay valid URIs.
 func TestSARIFUnknownPlaces(t *testing.T) {
-	out := write(t, SARIF, catalogue.Findings{
+	out := write(t, output.SARIF, catalogue.Findings{
 		{Pos: catalogue.Pos{File: "mesh.yaml"}, Rule: "yaml", Severity: catalogue.Error, Message: "is empty"},
 		{Pos: catalogue.Pos{File: "my modules/a%b.yaml", Line: 2}, Rule: "name", Severity: catalogue.Error, Message: "bad name"},
 		{Pos: catalogue.Pos{File: "/abs/cat/mesh.yaml", Line: 1, Col: 1}, Rule: "yaml", Severity: catalogue.Error, Message: "x"},
@@ -286,7 +262,7 @@ func TestSARIFUnknownPlaces(t *testing.T) {
 }
 
 func TestSARIFQuiet(t *testing.T) {
-	run := readSARIF(t, write(t, SARIF, nil)).Runs[0]
+	run := readSARIF(t, write(t, output.SARIF, nil)).Runs[0]
 	if run.Results == nil || len(run.Results) != 0 {
 		t.Errorf("no findings gave results %v, want an empty list (an empty list means a clean scan)", run.Results)
 	}
@@ -296,7 +272,7 @@ func TestSARIFQuiet(t *testing.T) {
 }
 
 func TestGitHub(t *testing.T) {
-	got := write(t, GitHub, sample)
+	got := write(t, output.GitHub, sample)
 	want := "::notice file=modules/builder.yaml,line=3,title=event-unheard::nobody consumes builder's event image.pushed\n" +
 		"::warning file=modules/builder.yaml,line=7,col=5,title=seat-renamed::git-server is mesh-git's old name; write mesh-git\n" +
 		"::error file=modules/photos.yaml,line=4,col=3,title=seat-duplicate::seat image-store is declared twice; keep one declaration%0Amodules/builder.yaml:9:5: first declared here\n"
@@ -310,7 +286,7 @@ func TestGitHub(t *testing.T) {
 // exactly what was written. A control character from the catalogue is first written as an escape
 // (logSafe), so the only newline the runner decodes is ours, before a related place.
 func TestGitHubEscaping(t *testing.T) {
-	got := write(t, GitHub, catalogue.Findings{{
+	got := write(t, output.GitHub, catalogue.Findings{{
 		Pos:  catalogue.Pos{File: "modules/a,b:c%.yaml", Line: 1, Col: 2},
 		Rule: "yaml", Severity: catalogue.Error, Message: "100% wrong:\r\nnext, line",
 		Related: []catalogue.Related{{Pos: catalogue.Pos{File: "mesh.yaml", Line: 3}, Message: "here"}},
@@ -319,13 +295,13 @@ func TestGitHubEscaping(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
-	if got := write(t, GitHub, catalogue.Findings{{Rule: "yaml", Severity: catalogue.Error, Message: "m"}}); got != "::error title=yaml::m\n" {
+	if got := write(t, output.GitHub, catalogue.Findings{{Rule: "yaml", Severity: catalogue.Error, Message: "m"}}); got != "::error title=yaml::m\n" {
 		t.Errorf("a finding with no file wrote %q", got)
 	}
 }
 
 func TestGitHubQuiet(t *testing.T) {
-	if got := write(t, GitHub, nil); got != "" {
+	if got := write(t, output.GitHub, nil); got != "" {
 		t.Errorf("no findings wrote %q, want nothing", got)
 	}
 }
@@ -333,7 +309,7 @@ func TestGitHubQuiet(t *testing.T) {
 // TestSARIFValidationBites proves the validation above is not vacuous: the same log with a
 // line SARIF forbids is refused.
 func TestSARIFValidationBites(t *testing.T) {
-	out := write(t, SARIF, sample)
+	out := write(t, output.SARIF, sample)
 	broken := strings.Replace(out, `"startLine": 3`, `"startLine": 0`, 1)
 	if broken == out {
 		t.Fatal("the log has no startLine 3 to break")
@@ -349,7 +325,7 @@ func TestSARIFValidationBites(t *testing.T) {
 
 // Code scanning names the tool by its version and links each rule to its explanation.
 func TestSARIFNamesTheToolAndLinksTheRules(t *testing.T) {
-	report := readSARIF(t, write(t, SARIF, nil))
+	report := readSARIF(t, write(t, output.SARIF, nil))
 	d := report.Runs[0].Tool.Driver
 	if d.Version == nil || *d.Version == "" || d.InformationURI == nil || *d.InformationURI != Home {
 		t.Errorf("driver version %v, informationUri %v", d.Version, d.InformationURI)

@@ -12,8 +12,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // The rule tests are catalogues in testdata/rules/*.txtar whose offending lines say what they
@@ -144,7 +144,7 @@ func word(s string) (string, string, error) {
 // lintArchive lays out an archive as a catalogue and lints it.
 func lintArchive(t *testing.T, a *txtar.Archive) catalogue.Findings {
 	t.Helper()
-	dir := testcat.Write(t, a)
+	dir := cataloguetest.Write(t, a)
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestBreaks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			breaks := breaksOf(t, a, nil)
+			breaks := breaksOf(t, a)
 			var findings catalogue.Findings
 			for _, b := range breaks {
 				if b.Approval != nil {
@@ -303,7 +303,7 @@ func side(a *txtar.Archive, prefix string) *txtar.Archive {
 
 func loadSide(t *testing.T, a *txtar.Archive) Side {
 	t.Helper()
-	c, loaded, err := catalogue.Load(testcat.Write(t, a))
+	c, loaded, err := catalogue.Load(cataloguetest.Write(t, a))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,10 +315,10 @@ func loadSide(t *testing.T, a *txtar.Archive) Side {
 	return Side{Index: ix, Plan: p}
 }
 
-func breaksOf(t *testing.T, a *txtar.Archive, replaced map[string]string) []Break {
+func breaksOf(t *testing.T, a *txtar.Archive) []Break {
 	t.Helper()
 	return Breaks(Against{
-		Base: loadSide(t, side(a, "base/")), Head: loadSide(t, side(a, "head/")), Replaced: replaced,
+		Base: loadSide(t, side(a, "base/")), Head: loadSide(t, side(a, "head/")),
 		BasePos: func(p catalogue.Pos) catalogue.Pos { p.File = "base/" + p.File; return p },
 	})
 }
@@ -337,14 +337,14 @@ module: m
 name: novox
 streams:
   events: {max-age: 24h}
-  nodes: {max-age: 24h}
+  nodes: {max-age: 24h, storage: memory}
 approve:
   - {rule: retention, on: EVENTS, reason: events older than a day are never read}
   - {rule: replay, on: NODES, reason: the wrong rule approves nothing}
 -- head/modules/m.yaml --
 module: m
 `))
-	breaks := breaksOf(t, a, map[string]string{"NODES": "storage"})
+	breaks := breaksOf(t, a)
 	var approved, open []string
 	for _, b := range breaks {
 		if b.Approval != nil {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // githubCommandLine is the only line allowed to start with "::": one of ours, with its
@@ -20,7 +21,7 @@ var githubCommandLine = regexp.MustCompile(`^::(error|warning|notice) [^:\n]*::[
 // checkLogSafe fails when output in format f could act as a workflow command in a CI log or
 // move a terminal's cursor: a line starting with "::" that is not one of ours, "##[" anywhere,
 // a control character other than a line's end (and the text format's indenting tab).
-func checkLogSafe(t *testing.T, f Format, out string, findings int) {
+func checkLogSafe(t *testing.T, f output.Format, out string, findings int) {
 	t.Helper()
 	if strings.Contains(out, "##[") {
 		t.Errorf("%v output carries ##[:\n%s", f, out)
@@ -28,7 +29,7 @@ func checkLogSafe(t *testing.T, f Format, out string, findings int) {
 	commands := 0
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		if strings.HasPrefix(strings.TrimLeftFunc(line, unicode.IsSpace), "::") {
-			if f != GitHub || !githubCommandLine.MatchString(line) {
+			if f != output.GitHub || !githubCommandLine.MatchString(line) {
 				t.Errorf("%v output has a line a runner reads as a workflow command: %q", f, line)
 			}
 			commands++
@@ -39,7 +40,7 @@ func checkLogSafe(t *testing.T, f Format, out string, findings int) {
 			}
 		}
 	}
-	if f == GitHub && commands != findings {
+	if f == output.GitHub && commands != findings {
 		t.Errorf("github output has %d commands for %d findings:\n%s", commands, findings, out)
 	}
 }
@@ -74,7 +75,7 @@ func FuzzOutputIsSafeInACILog(f *testing.F) {
 			t.Fatal(err)
 		}
 		findings := Run(c, loaded)
-		for _, format := range []Format{Text, JSON, SARIF, GitHub} {
+		for _, format := range []output.Format{output.Text, output.JSON, output.SARIF, output.GitHub} {
 			var buf bytes.Buffer
 			if err := Write(&buf, format, findings); err != nil {
 				t.Fatal(err)
@@ -102,8 +103,8 @@ func TestLogSafeEscapes(t *testing.T) {
 		}
 	}
 	findings := catalogue.Findings{{Pos: catalogue.Pos{File: "modules/a.yaml"}, Rule: "name", Message: "##[error]\u009b\x7f"}}
-	out := write(t, JSON, findings)
-	checkLogSafe(t, JSON, out, 1)
+	out := write(t, output.JSON, findings)
+	checkLogSafe(t, output.JSON, out, 1)
 	if !strings.Contains(out, `"message": "##\u005berror]\u009b\u007f"`) {
 		t.Errorf("json output:\n%s", out)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 const settled = `
@@ -55,11 +56,11 @@ func TestTheCatalogueSettlesItsOwnFindings(t *testing.T) {
 	}
 
 	// The text format says nothing of what was silenced; SARIF keeps both, with their kinds.
-	text := write(t, Text, findings)
+	text := write(t, output.Text, findings)
 	if strings.Contains(text, "call-agreement") || strings.Contains(text, "event-unheard") {
 		t.Errorf("the text format prints silenced findings:\n%s", text)
 	}
-	report := readSARIF(t, write(t, SARIF, findings))
+	report := readSARIF(t, write(t, output.SARIF, findings))
 	kinds := map[string]string{}
 	for _, r := range report.Runs[0].Results {
 		for _, s := range r.Suppressions {

@@ -12,15 +12,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every refusal comes before the accounts file is written: a plan that needs --allow-replace, a
 // --reload target that is not a nats-server, a process group, a pid file that is not there.
 func TestEveryAccountsRefusalComesBeforeTheWrite(t *testing.T) {
 	s := natstest.JetStream(t)
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
 	accounts := filepath.Join(t.TempDir(), "accounts.conf")
 	if code, _, errs := meshc(t, "apply", dir, "--server", s.ClientURL()); code != 0 {
@@ -71,7 +71,7 @@ func TestEveryAccountsRefusalComesBeforeTheWrite(t *testing.T) {
 // An existing accounts file keeps its owner, group and mode, and a symlink is written through to
 // the file it points at, which the server reads.
 func TestTheAccountsFileKeepsItsOwnerModeAndLink(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
 	etc := t.TempDir()
 	target := filepath.Join(etc, "real", "accounts.conf")
@@ -121,7 +121,7 @@ func TestTheAccountsFileKeepsItsOwnerModeAndLink(t *testing.T) {
 // whose reload never happened is reloaded by the rerun. A reload the server rejects is exit 2
 // with why, and once the cause is gone the next run signals again.
 func TestReloadFollowsWhatTheServerLoaded(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
 	conf := t.TempDir()
 	accounts := filepath.Join(conf, "accounts.conf")

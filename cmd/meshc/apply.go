@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
 )
@@ -175,8 +176,8 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
-	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
-	if err := apply.Render(stdout, changes, format); err != nil {
+	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}

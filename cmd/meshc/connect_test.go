@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/localbus"
 	"github.com/meshc-dev/meshc/internal/natstest"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Every test here connects the way a user does, as the user meshc composed, to a real server
@@ -38,7 +38,7 @@ func emittedBus(t *testing.T, serverConf func(state string) string) (dir, url st
 func emittedBusWith(t *testing.T, serverConf func(state string) string, edit func([]byte) []byte) (dir, url string, pw map[string]string) {
 	t.Helper()
 	isolateNATSSettings(t)
-	dir = testcat.Extract(t, "testdata/up.txtar")
+	dir = cataloguetest.Extract(t, "testdata/up.txtar")
 	pw = mint(t, dir, "--missing")
 	if code, _, errs := meshc(t, "emit", dir); code != 0 {
 		t.Fatalf("emit: %d %s", code, errs)
@@ -300,7 +300,7 @@ func TestTheApplyLockAsTheMeshController(t *testing.T) {
 // never printed.
 func TestMisconfigurationsAreSaidAtOnce(t *testing.T) {
 	isolateNATSSettings(t)
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 
 	t.Run("a server without JetStream", func(t *testing.T) {
 		s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})

@@ -11,6 +11,7 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/golden"
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
 )
 
@@ -113,7 +114,7 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 				errs = append(errs, f)
 			}
 		}
-		lint.Write(stderr, lint.Text, fromHere(dir, errs))
+		lint.Write(stderr, output.Text, errs.Under(dir))
 		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
 		return nil, exitFailed
 	}

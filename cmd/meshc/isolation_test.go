@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload
@@ -20,7 +20,7 @@ import (
 // twice when the accounts file gains accounts. Proven by what a module does right after: publish
 // an event and get its PubAck (through a service import of a new account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	r := startUp(t, dir)
 	url, state, stderr := r.url, r.state, &r.stderr
 
@@ -81,7 +81,7 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 // it twice, so a person's call through the service import of an account the reload created is
 // answered at once.
 func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
 		t.Fatal(err)
 	}

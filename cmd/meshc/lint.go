@@ -4,12 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/review"
 )
 
 const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
@@ -47,7 +47,7 @@ Exit status:
 func runLint(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
-	formatName := fs.String("format", "text", "output `format`: "+strings.Join(lint.FormatNames(), ", "))
+	formatName := fs.String("format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "))
 	list := fs.Bool("list", false, "print the rule table and exit")
 	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
 	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")
@@ -55,7 +55,7 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 	if done {
 		return exit
 	}
-	format, err := lint.ParseFormat(*formatName)
+	format, err := output.Parse(*formatName, lint.Formats...)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc lint: --format: %v\n", err)
 		return exitCantRun
@@ -74,11 +74,11 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "meshc lint: --list prints the rule table and reads no catalogue: drop %s\n", rest[0])
 			return exitCantRun
 		}
-		if format != lint.Text && format != lint.JSON {
+		if format != output.Text && format != output.JSON {
 			fmt.Fprintf(stderr, "meshc lint: --list prints the rule table as text or json, not %s (which report findings)\n", format)
 			return exitCantRun
 		}
-		if format == lint.JSON {
+		if format == output.JSON {
 			err = lint.WriteRulesJSON(stdout)
 		} else {
 			err = listRules(stdout, *verbose)
@@ -98,14 +98,14 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitCantRun
 	}
-	findings := fromHere(dir, lint.Run(c, loaded))
+	findings := lint.Run(c, loaded).Under(dir)
 	if *against != "" {
-		ch, err := loadChange(dir, *against)
+		base, err := review.Load(dir, *against)
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun
 		}
-		findings = append(findings, lint.BreakFindings(ch.breaks())...)
+		findings = append(findings, lint.BreakFindings(base.Breaks())...)
 	}
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)
@@ -115,35 +115,6 @@ func runLint(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
-}
-
-// fromHere rewrites positions, relative to the catalogue, as paths from where meshc was run: a
-// terminal or editor opens them as printed, and GitHub resolves annotations and SARIF from the
-// repository's root, where CI runs `meshc lint path/to/catalogue`.
-func fromHere(dir string, findings catalogue.Findings) catalogue.Findings {
-	if filepath.Clean(dir) == "." {
-		return findings
-	}
-	rebase := func(p catalogue.Pos) catalogue.Pos {
-		if p.File != "" {
-			p.File = filepath.ToSlash(filepath.Join(dir, filepath.FromSlash(p.File)))
-		}
-		return p
-	}
-	out := make(catalogue.Findings, len(findings))
-	for i, f := range findings {
-		f.Pos = rebase(f.Pos)
-		if f.Related != nil {
-			related := make([]catalogue.Related, len(f.Related))
-			for j, r := range f.Related {
-				r.Pos = rebase(r.Pos)
-				related[j] = r
-			}
-			f.Related = related
-		}
-		out[i] = f
-	}
-	return out
 }
 
 // listRules prints the rule table, the same one that drives the SARIF rule metadata.

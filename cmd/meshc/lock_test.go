@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // Two `meshc apply` runs of two catalogues at the same moment: the second waits for the first's
@@ -22,8 +22,8 @@ import (
 // that one shows nothing to change.
 func TestTwoApplyCommandsAtOnceEndAsOneCatalogue(t *testing.T) {
 	s := natstest.JetStream(t)
-	a := testcat.Extract(t, "testdata/reload.txtar")
-	b := testcat.Extract(t, "testdata/reload.txtar")
+	a := cataloguetest.Extract(t, "testdata/reload.txtar")
+	b := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mesh := filepath.Join(b, "mesh.yaml")
 	if err := os.WriteFile(mesh, []byte("name: novox\nstreams:\n  events: {max-age: 48h}\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestTwoApplyCommandsAtOnceEndAsOneCatalogue(t *testing.T) {
 // --break-lock says whose it was; then apply runs.
 func TestApplyWaitsForTheLockAndBreakLockNamesTheHolder(t *testing.T) {
 	s := natstest.JetStream(t)
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	nc, err := nats.Connect(s.ClientURL())
 	if err != nil {
 		t.Fatal(err)

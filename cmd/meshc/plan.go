@@ -12,8 +12,11 @@ import (
 	"time"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/review"
 )
 
 const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags]
@@ -50,6 +53,11 @@ Exit status:
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached
 `
 
+// againstHelp is the --against flag of plan and lint.
+const againstHelp = `  --against REF    compare with the base: the catalogue at REF, a git commit, branch or tag
+                   read with git from the catalogue's own repository (HEAD~1, origin/main),
+                   or a directory holding the base catalogue`
+
 func runPlan(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
@@ -75,21 +83,30 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		return exit
 	}
 
-	var live *apply.State
-	var err error
-	var base *change
 	if *against != "" {
 		if conn.explicit() {
 			fmt.Fprintf(stderr, "meshc plan: --against compares two catalogues, a server compares one with a bus: give one of them\n")
 			return exitCantRun
 		}
-		if base, err = loadChange(dir, *against); err != nil {
+		base, err := review.Load(dir, *against)
+		if err != nil {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 			return exitCantRun
 		}
-		fmt.Fprintf(stderr, "meshc plan: comparing with the catalogue at %s\n", base.label)
-		live = apply.Applied(base.base.Plan)
-	} else if conn.explicit() {
+		fmt.Fprintf(stderr, "meshc plan: comparing with the catalogue at %s\n", base.Label)
+		r := base.Review(*prune)
+		if err := r.Write(stdout, format); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		if r.Empty() {
+			return exitOK
+		}
+		return exitFailed
+	}
+	var live *change.State
+	var err error
+	if conn.explicit() {
 		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
 			return exit
@@ -107,36 +124,12 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			return exitCantRun
 		}
 	}
-	changes := apply.Diff(live, plan, apply.DiffOptions{Prune: *prune})
-	if base == nil {
-		if err := apply.Render(stdout, changes, format); err != nil {
-			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
-			return exitCantRun
-		}
-		if changes.Empty() {
-			return exitOK
-		}
-		return exitFailed
-	}
-	users, breaks := base.users(), base.breaks()
-	accounts := compiler.CompareAccounts(base.base.Plan, base.head.Plan)
-	switch format {
-	case apply.FormatJSON:
-		err = renderReviewJSON(stdout, changes, users, accounts, breaks)
-	case apply.FormatMarkdown:
-		if err = apply.Render(stdout, changes, format); err == nil {
-			err = renderReviewMarkdown(stdout, users, accounts, breaks)
-		}
-	default:
-		if err = apply.Render(stdout, changes, format); err == nil {
-			err = renderReviewText(stdout, users, accounts, breaks)
-		}
-	}
-	if err != nil {
+	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 		return exitCantRun
 	}
-	if changes.Empty() && len(users) == 0 && len(accounts) == 0 && len(breaks) == 0 {
+	if changes.Empty() {
 		return exitOK
 	}
 	return exitFailed
@@ -144,17 +137,17 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 
 // planArgs is what plan and apply read first: the output format, the catalogue's directory, and
 // the plan it compiles to. ok is false when the command must exit with exit.
-func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format apply.Format, plan *compiler.Plan, exit int, ok bool) {
-	format, err := apply.ParseFormat(formatName)
+func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, plan *compiler.Plan, exit int, ok bool) {
+	format, err := output.Parse(formatName, change.Formats...)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: --format: %v\n", fs.Name(), err)
-		return "", 0, nil, exitCantRun, false
+		return "", "", nil, exitCantRun, false
 	}
 	if dir, exit, ok = catalogueArg(fs, rest, stderr); !ok {
-		return "", 0, nil, exit, false
+		return "", "", nil, exit, false
 	}
 	if plan, exit = compileCatalogue(fs.Name(), dir, stderr); plan == nil {
-		return "", 0, nil, exit, false
+		return "", "", nil, exit, false
 	}
 	return dir, format, plan, exitOK, true
 }
@@ -178,7 +171,7 @@ func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.
 
 // readLive connects and reads everything the bus holds, within timeout. The caller closes the
 // connection.
-func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *apply.State, int, bool) {
+func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *change.State, int, bool) {
 	bus, c, exit, ok := connectLive(cmd, conn, plan, stderr)
 	if !ok {
 		return nil, nil, exit, false
@@ -198,10 +191,10 @@ func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.
 
 // goldenState reads a committed plan.json as the state to compare with: what the bus holds once
 // the committed plan was applied. No file is an empty bus.
-func goldenState(path string) (*apply.State, error) {
+func goldenState(path string) (*change.State, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &apply.State{}, nil
+		return &change.State{}, nil
 	}
 	if err != nil {
 		return nil, err
@@ -210,5 +203,5 @@ func goldenState(path string) (*apply.State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return apply.Applied(committed), nil
+	return change.Applied(committed), nil
 }

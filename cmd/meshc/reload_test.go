@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
-	"github.com/meshc-dev/meshc/internal/testcat"
 )
 
 // meshc runs the command in this process and returns its exit code, stdout and stderr.
@@ -44,7 +44,7 @@ func mint(t *testing.T, dir string, users ...string) map[string]string {
 // and signals it, the way an operator's CI would: the real SIGHUP path of the server, and the
 // connection that already existed is neither dropped nor disturbed.
 func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/reload.txtar")
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	pw := mint(t, dir, "--missing")
 
 	conf := filepath.Join(t.TempDir(), "nats")

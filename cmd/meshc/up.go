@@ -24,6 +24,7 @@ import (
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/localbus"
@@ -126,7 +127,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	say("nats-server %s with JetStream at %s (state in %s)", server.VERSION, url, *stateDir)
 
 	controller := localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password)
-	changes, err := interruptible(ctx, func() (apply.Changes, error) { return localbus.Apply(ctx, controller, plan) })
+	changes, err := interruptible(ctx, func() (change.Changes, error) { return localbus.Apply(ctx, controller, plan) })
 	if err != nil {
 		say("%v", err)
 		return exitCantRun
@@ -146,7 +147,7 @@ func up(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			say("the sample flow failed: %v", err)
 			return exitFailed
 		}
-		again, err := interruptible(ctx, func() (apply.Changes, error) { return localbus.Apply(ctx, controller, plan) })
+		again, err := interruptible(ctx, func() (change.Changes, error) { return localbus.Apply(ctx, controller, plan) })
 		if err != nil {
 			say("%v", err)
 			return exitCantRun
@@ -401,7 +402,7 @@ func watch(ctx context.Context, dir, stateDir string, srv *server.Server, url st
 				say("reloaded the accounts in place")
 			}
 		}
-		changes, err := interruptible(ctx, func() (apply.Changes, error) {
+		changes, err := interruptible(ctx, func() (change.Changes, error) {
 			return localbus.Apply(ctx, localbus.ControllerEndpoint(url, dev[compiler.ControllerUser].Password), plan)
 		})
 		if errors.Is(err, errInterrupted) {

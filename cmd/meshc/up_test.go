@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // syncBuffer is an io.Writer a test reads while the command writes.
@@ -79,7 +79,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // module whose connection was there before, a consumer gains the filter a manifest added, and the
 // existing connection is never dropped.
 func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	r := startUp(t, dir)
 	url, state, stdout, stderr := r.url, r.state, &r.stdout, &r.stderr
 

@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshc-dev/meshc/internal/testcat"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // A second meshc up on a state directory in use is refused, naming the first's PID, and does
 // not touch the first's store; once the first stops, the directory is free again. Before, the
 // two shared one JetStream store and lost acknowledged messages.
 func TestASecondUpOnOneStateDirectoryIsRefused(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	state := filepath.Join(t.TempDir(), "state")
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,7 +46,7 @@ func TestNothingInTheStateDirectoryIsCommitted(t *testing.T) {
 	if err != nil {
 		t.Skip("no git")
 	}
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	gitIn := func(args ...string) string {
 		cmd := exec.Command(git, append([]string{"-C", dir}, args...)...)
 		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_SYSTEM=/dev/null")
@@ -73,7 +73,7 @@ func TestNothingInTheStateDirectoryIsCommitted(t *testing.T) {
 // stops before proving the sample flow; cancelled before it starts, it applies nothing. Before,
 // --once ran to its end whatever was pressed.
 func TestCtrlCStopsUpOnce(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -110,7 +110,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // When the embedded server cannot start, up says the system's own reason, not only that the
 // server "did not become ready in 10 s".
 func TestUpSaysWhyTheServerCannotStart(t *testing.T) {
-	dir := testcat.Extract(t, "testdata/up.txtar")
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
@@ -147,22 +148,22 @@ func ControllerEndpoint(url, password string) apply.Endpoint {
 
 // Apply reads the bus as mesh-controller, with the permissions the catalogue gives it and nothing
 // more, and asserts the plan; it returns what it found to change.
-func Apply(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (apply.Changes, error) {
+func Apply(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change.Changes, error) {
 	bus, err := apply.Connect(e)
 	if err != nil {
-		return apply.Changes{}, err
+		return change.Changes{}, err
 	}
 	defer bus.Close()
 	ctx, cancel := bus.Watch(ctx)
 	defer cancel()
 	if err := bus.CheckJetStream(ctx, 10*time.Second); err != nil {
-		return apply.Changes{}, err
+		return change.Changes{}, err
 	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{APIPrefix: bus.APIPrefix})
 	if err != nil {
-		return apply.Changes{}, err
+		return change.Changes{}, err
 	}
-	changes := apply.Diff(live, plan, apply.DiffOptions{})
+	changes := change.Diff(live, plan, change.DiffOptions{})
 	if changes.Empty() {
 		return changes, nil
 	}

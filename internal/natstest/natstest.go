@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // JetStream starts a server with JetStream on 127.0.0.1 and a temporary store. edit, when given,
@@ -51,4 +53,20 @@ func Start(t testing.TB, opts *server.Options) *server.Server {
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
+}
+
+// Connect connects to url as a client that reconnects on its own (a test may restart the
+// server) and returns the connection and its JetStream API, both closed when the test ends.
+func Connect(t testing.TB, url string, opts ...nats.Option) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"slices"
@@ -8,12 +8,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
 )
 
 // A stream the mesh marked and the plan dropped is pruned, unless another tool's consumer rides
 // on it: deleting the stream would delete that consumer, so it is left alone and said.
 func TestAStrayMarkedStreamCarryingAnothersConsumerIsNotPruned(t *testing.T) {
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	mark := map[string]string{compiler.OwnerKey: plan.Account}
 	stray := func(consumer Consumer) *State {
 		live := liveFor(plan)

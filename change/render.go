@@ -1,42 +1,25 @@
-package apply
+package change
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/internal/safetext"
-	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-// Format is how a change set is rendered.
-type Format int
-
-const (
-	FormatText Format = iota
-	FormatJSON
-	FormatMarkdown
-)
-
-var formatNames = [...]string{"text", "json", "markdown"}
-
-func (f Format) String() string { return formatNames[f] }
-
-// ParseFormat reads a --format value, in any case, as every command reads its formats.
-func ParseFormat(s string) (Format, error) {
-	f, err := suggest.Choose("format", s, formatNames[:])
-	return Format(f), err
-}
+// Formats are how a change set is rendered: text for a terminal, json for a script, markdown for
+// a pull request.
+var Formats = []output.Format{output.Text, output.JSON, output.Markdown}
 
 // Render writes the change set in the format. Rendering is separate from diffing so every
 // format shows the same change set.
-func Render(w io.Writer, cs Changes, f Format) error {
+func Render(w io.Writer, cs Changes, f output.Format) error {
 	switch f {
-	case FormatJSON:
+	case output.JSON:
 		return renderJSON(w, cs)
-	case FormatMarkdown:
+	case output.Markdown:
 		return renderMarkdown(w, cs)
 	}
 	return renderText(w, cs)
@@ -187,17 +170,8 @@ func renderJSON(w io.Writer, cs Changes) error {
 		}
 		out.Changes = append(out.Changes, jc)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	// Subjects hold `>`: written as themselves, not \u003e, so the JSON reads like the rest.
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
-	// Names come from the bus: made safe for a CI log, decoding to themselves.
-	_, err := w.Write(safetext.JSON(buf.Bytes()))
-	return err
+	// Names come from the bus: output.WriteJSON makes them safe for a CI log.
+	return output.WriteJSON(w, out)
 }
 
 func nonNil(s []string) []string {

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // Names come from the bus, and whoever can create a stream chooses them: a `|` must not break
@@ -20,7 +22,7 @@ import (
 // the name itself.
 func TestNamesFromTheBusAreEscapedInEveryFormat(t *testing.T) {
 	hostile := "EVIL|x\x1b[1A\x1b[2K##[error]forged\u009b"
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan)
 	// Marked as the mesh's, so a prune makes it a row of the table and no prune a note; and an
 	// unmarked twin, which is listed as not managed.
@@ -39,7 +41,7 @@ func TestNamesFromTheBusAreEscapedInEveryFormat(t *testing.T) {
 func checkEscaped(t *testing.T, cs Changes, hostile string) {
 	t.Helper()
 
-	for _, f := range []Format{FormatText, FormatJSON, FormatMarkdown} {
+	for _, f := range Formats {
 		var buf bytes.Buffer
 		if err := Render(&buf, cs, f); err != nil {
 			t.Fatal(err)
@@ -58,7 +60,7 @@ func checkEscaped(t *testing.T, cs Changes, hostile string) {
 			t.Errorf("%v: ##[ printed raw", f)
 		}
 		switch f {
-		case FormatMarkdown:
+		case output.Markdown:
 			unescapedPipe := regexp.MustCompile(`(^|[^\\])\|`)
 			for _, line := range strings.Split(out, "\n") {
 				if strings.HasPrefix(line, "| `") {
@@ -67,7 +69,7 @@ func checkEscaped(t *testing.T, cs Changes, hostile string) {
 					}
 				}
 			}
-		case FormatJSON:
+		case output.JSON:
 			var got struct {
 				Changes    []struct{ Stream, Consumer string }
 				Notes      []string

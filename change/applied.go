@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"cmp"
@@ -26,7 +26,7 @@ func Applied(p *compiler.Plan) *State {
 			continue
 		}
 		cfg := c.Config
-		st.Streams[i].Consumers = append(st.Streams[i].Consumers, Consumer{Stream: c.Stream, Name: consumerName(cfg), Config: cfg})
+		st.Streams[i].Consumers = append(st.Streams[i].Consumers, Consumer{Stream: c.Stream, Name: compiler.ConsumerName(cfg), Config: cfg})
 	}
 	slices.SortFunc(st.Streams, func(a, b Stream) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range st.Streams {

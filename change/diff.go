@@ -1,12 +1,10 @@
-package apply
+package change
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -40,7 +38,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		wantStreams[name] = true
 		want := ps.Config
 		want.Metadata = plan.Marked(want.Metadata)
-		ls := live.stream(name)
+		ls := live.Stream(name)
 		c := Change{Kind: KindStream, Stream: name, StreamConfig: &want}
 		switch {
 		case ls == nil:
@@ -74,7 +72,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		cs.Items = append(cs.Items, c)
 	}
 	for _, ls := range live.Streams {
-		if wantStreams[ls.Name] || ls.Name == StateStream {
+		if wantStreams[ls.Name] || ls.Name == compiler.ApplyBucketStream {
 			// The state bucket is apply's own (the lock, the resume points): never in a plan,
 			// never pruned, not news to a reviewer.
 			continue
@@ -98,12 +96,12 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 
 	wantConsumers := map[[2]string]bool{}
 	for _, pc := range plan.Consumers {
-		name := consumerName(pc.Config)
+		name := compiler.ConsumerName(pc.Config)
 		wantConsumers[[2]string{pc.Stream, name}] = true
 		want := pc.Config
 		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
-		lc := live.consumer(pc.Stream, name)
+		lc := live.Consumer(pc.Stream, name)
 		switch {
 		case unread[pc.Stream]:
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
@@ -135,7 +133,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 		cs.Items = append(cs.Items, c)
 	}
 	for _, ls := range live.Streams {
-		if !wantStreams[ls.Name] && (!plan.Owns(ls.Config.Metadata) || ls.Name == StateStream) {
+		if !wantStreams[ls.Name] && (!plan.Owns(ls.Config.Metadata) || ls.Name == compiler.ApplyBucketStream) {
 			// Its stream is listed as not managed, consumers and all.
 			continue
 		}
@@ -196,7 +194,7 @@ func foreignConsumers(ls *Stream, plan *compiler.Plan) []string {
 	var out []string
 	for _, lc := range ls.Consumers {
 		if !plan.Owns(lc.Config.Metadata) && !slices.ContainsFunc(plan.Consumers, func(pc compiler.Consumer) bool {
-			return pc.Stream == ls.Name && consumerName(pc.Config) == lc.Name
+			return pc.Stream == ls.Name && compiler.ConsumerName(pc.Config) == lc.Name
 		}) {
 			out = append(out, ls.Name+"/"+lc.Name)
 		}
@@ -209,26 +207,6 @@ func kindOrder(k Kind) int {
 		return 0
 	}
 	return 1
-}
-
-func (s *State) consumer(stream, name string) *Consumer {
-	ls := s.stream(stream)
-	if ls == nil {
-		return nil
-	}
-	for i := range ls.Consumers {
-		if ls.Consumers[i].Name == name {
-			return &ls.Consumers[i]
-		}
-	}
-	return nil
-}
-
-func consumerName(c jetstream.ConsumerConfig) string {
-	if c.Durable != "" {
-		return c.Durable
-	}
-	return c.Name
 }
 
 func actionFor(fields []Field) Action {

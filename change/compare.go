@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"encoding/json"
@@ -37,16 +37,16 @@ func compareConsumers(have Consumer, want *jetstream.ConsumerConfig) ([]Field, [
 		// "consumer name already in use". Bound is a machine listening; moving it would need
 		// its grant for the new subject first, which travels in the user list applied later.
 		// So it keeps the subject that works, and that is said (seed 003).
-		notes = append(notes, keepsSubject(have.Stream, have.Name, h.DeliverSubject, w.DeliverSubject))
+		notes = append(notes, KeepsSubject(have.Stream, have.Name, h.DeliverSubject, w.DeliverSubject))
 		want.DeliverSubject = have.Config.DeliverSubject
 		w.DeliverSubject = h.DeliverSubject
 	}
 	return consumerFields(h, w), notes
 }
 
-// keepsSubject says that a push consumer kept its delivery subject because a subscriber is bound:
+// KeepsSubject says that a push consumer kept its delivery subject because a subscriber is bound:
 // found when reading (Diff) or only when acting (Apply), it reads the same.
-func keepsSubject(stream, consumer, kept, planned string) string {
+func KeepsSubject(stream, consumer, kept, planned string) string {
 	return fmt.Sprintf("consumer %s on %s keeps its delivery subject %q rather than %q because a subscriber is bound to it: it keeps delivering; the subject moves on an apply made while nothing is bound",
 		consumer, stream, kept, planned)
 }

@@ -1,4 +1,4 @@
-package main
+package review
 
 import (
 	"bytes"
@@ -8,15 +8,53 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
 )
 
-// The part of `plan --against` that is not streams and consumers: who may now do what, and
-// what the change breaks. Rendered after apply's own rendering of the change set, in the same
-// format.
+// Review is everything a change does to a bus running its base: the streams and consumers, the
+// users and their grants, an isolated mesh's accounts, and what it breaks.
+type Review struct {
+	Changes  change.Changes
+	Users    []compiler.UserChange
+	Accounts []compiler.AccountChange
+	Breaks   []lint.Break
+}
+
+// Review compares the head with the base as a bus running the base would see it. With prune,
+// the base's objects the head no longer has are shown as deletes.
+func (c *Comparison) Review(prune bool) Review {
+	return Review{
+		Changes:  change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
+		Users:    c.Users(),
+		Accounts: compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
+		Breaks:   c.Breaks(),
+	}
+}
+
+// Empty reports whether the change does nothing a reviewer needs to see.
+func (r Review) Empty() bool {
+	return r.Changes.Empty() && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Breaks) == 0
+}
+
+// Write renders the review: the change set as change renders it, then who may now do what and
+// what the change breaks, in the same format. JSON is one document: the change set's, with
+// "users", "accounts" and "breaks" added.
+func (r Review) Write(w io.Writer, f output.Format) error {
+	if f == output.JSON {
+		return writeJSON(w, r.Changes, r.Users, r.Accounts, r.Breaks)
+	}
+	if err := change.Render(w, r.Changes, f); err != nil {
+		return err
+	}
+	if f == output.Markdown {
+		return writeMarkdown(w, r.Users, r.Accounts, r.Breaks)
+	}
+	return writeText(w, r.Users, r.Accounts, r.Breaks)
+}
 
 func userSummary(ucs []compiler.UserChange) string {
 	added, removed, changed, widening := 0, 0, 0, 0
@@ -92,7 +130,7 @@ func accountSummary(acs []compiler.AccountChange) string {
 	return fmt.Sprintf("%d accounts added, %d removed, %d with changed exports or imports", added, removed, changed)
 }
 
-func renderReviewText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+func writeText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", userSummary(ucs))
 	for _, uc := range ucs {
@@ -132,7 +170,7 @@ func renderReviewText(w io.Writer, ucs []compiler.UserChange, acs []compiler.Acc
 	return err
 }
 
-func renderReviewMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+func writeMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n### Users and permissions\n\n**%s**\n", userSummary(ucs))
 	if len(ucs) > 0 {
@@ -212,11 +250,11 @@ type jsonApproval struct {
 	Reason string        `json:"reason"`
 }
 
-// renderReviewJSON writes apply's JSON document with keys added, "users", "accounts" and "breaks" (the
+// writeJSON writes apply's JSON document with keys added, "users", "accounts" and "breaks" (the
 // shape only ever gains fields): apply's keys first in its own order, then these.
-func renderReviewJSON(w io.Writer, cs apply.Changes, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+func writeJSON(w io.Writer, cs change.Changes, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
 	var doc bytes.Buffer
-	if err := apply.Render(&doc, cs, apply.FormatJSON); err != nil {
+	if err := change.Render(&doc, cs, output.JSON); err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage

@@ -1,4 +1,8 @@
-package main
+// Package review is what a pull request shows a reviewer: the catalogue compared with its base
+// (`--against REF`), loaded from git or a directory, and everything the change does to a bus
+// that runs the base — streams and consumers, users and their grants, accounts and their
+// exports and imports, and what it breaks — rendered as text, markdown or JSON.
+package review
 
 import (
 	"archive/tar"
@@ -11,40 +15,35 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/lint"
 )
 
-// againstHelp is the --against flag of plan and lint.
-const againstHelp = `  --against REF    compare with the base: the catalogue at REF, a git commit, branch or tag
-                   read with git from the catalogue's own repository (HEAD~1, origin/main),
-                   or a directory holding the base catalogue`
-
-// change is a catalogue compared with its base: both sides, and how to show a position of
+// Comparison is a catalogue compared with its base: both sides, and how to show a position of
 // either to a reader.
-type change struct {
-	base, head lint.Side
-	// label names the base for a reader: "HEAD~1" or the directory.
-	label string
+type Comparison struct {
+	Base, Head lint.Side
+	// Label names the base for a reader: "HEAD~1" or the directory.
+	Label string
 	// basePos and headPos show a position of each side as a path from where meshc was run; the
 	// base's files are not in the working tree, so they read as REF:path, which `git show` opens.
 	basePos, headPos func(catalogue.Pos) catalogue.Pos
 }
 
-// loadChange loads the catalogue in dir and its base at ref. Any error means meshc could not
-// run: a base that is not a catalogue, a ref git does not know.
-func loadChange(dir, ref string) (*change, error) {
+// Load loads the catalogue in dir and its base at ref: a git commit, branch or tag of the
+// repository dir is in, or a directory holding the base catalogue. Any error means meshc could
+// not run: a base that is not a catalogue, a ref git does not know.
+func Load(dir, ref string) (*Comparison, error) {
 	head, err := loadSide(dir)
 	if err != nil {
 		return nil, err
 	}
-	c := &change{head: head, headPos: func(p catalogue.Pos) catalogue.Pos { return rebase(dir, p) }}
+	c := &Comparison{Head: head, headPos: func(p catalogue.Pos) catalogue.Pos { return p.Under(dir) }}
 	if st, err := os.Stat(ref); err == nil && st.IsDir() {
-		c.label = ref
-		c.basePos = func(p catalogue.Pos) catalogue.Pos { return rebase(ref, p) }
-		c.base, err = loadSide(ref)
+		c.Label = ref
+		c.basePos = func(p catalogue.Pos) catalogue.Pos { return p.Under(ref) }
+		c.Base, err = loadSide(ref)
 		if err != nil {
 			return nil, fmt.Errorf("the base catalogue in %s: %w", ref, err)
 		}
@@ -55,14 +54,14 @@ func loadChange(dir, ref string) (*change, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	c.label = ref
+	c.Label = ref
 	c.basePos = func(p catalogue.Pos) catalogue.Pos {
 		if p.File != "" {
 			p.File = ref + ":" + prefix + p.File
 		}
 		return p
 	}
-	if c.base, err = loadSide(tmp); err != nil {
+	if c.Base, err = loadSide(tmp); err != nil {
 		return nil, fmt.Errorf("the base catalogue at %s: %w", ref, err)
 	}
 	return c, nil
@@ -100,7 +99,7 @@ func checkout(dir, ref string) (tmp, prefix string, err error) {
 	}
 	var archive bytes.Buffer
 	if _, err := git(top, &archive, "archive", "--format=tar", ref+":"+prefix); err != nil {
-		return "", "", fmt.Errorf("--against %s: %s has no catalogue at %s (%v)", ref, ref, cmp(prefix, "the repository's root"), err)
+		return "", "", fmt.Errorf("--against %s: %s has no catalogue at %s (%v)", ref, ref, orElse(prefix, "the repository's root"), err)
 	}
 	tmp, err = os.MkdirTemp("", "meshc-base-")
 	if err != nil {
@@ -113,9 +112,9 @@ func checkout(dir, ref string) (tmp, prefix string, err error) {
 	return tmp, prefix, nil
 }
 
-func cmp(s, orElse string) string {
+func orElse(s, otherwise string) string {
 	if s == "" {
-		return orElse
+		return otherwise
 	}
 	return s
 }
@@ -179,65 +178,4 @@ func untar(r io.Reader, dir string) error {
 			}
 		}
 	}
-}
-
-// breaks is what the change breaks, positions shown from here. The streams the server cannot
-// change in place come from apply's own diff: its replace table is the one that decides.
-func (c *change) breaks() []lint.Break {
-	cs := apply.Diff(apply.Applied(c.base.Plan), c.head.Plan, apply.DiffOptions{})
-	replaced := map[string]string{}
-	for _, ch := range cs.Items {
-		if ch.Kind != apply.KindStream || ch.Action != apply.Replace {
-			continue
-		}
-		var fields []string
-		for _, f := range ch.Fields {
-			if f.Replaces {
-				fields = append(fields, f.Name)
-			}
-		}
-		replaced[ch.Stream] = strings.Join(fields, ", ")
-	}
-	bs := lint.Breaks(lint.Against{Base: c.base, Head: c.head, BasePos: c.basePos, Replaced: replaced})
-	for i := range bs {
-		bs[i].Pos = c.headPos(bs[i].Pos)
-		if a := bs[i].Approval; a != nil {
-			shown := *a
-			shown.Pos = c.headPos(a.Pos)
-			bs[i].Approval = &shown
-		}
-	}
-	return bs
-}
-
-// users is every user the change adds, removes or changes, each grant's declaration shown from
-// here: a gain's in the head, a loss's in the base.
-func (c *change) users() []compiler.UserChange {
-	ucs := compiler.CompareUsers(c.base.Plan, c.head.Plan)
-	for i := range ucs {
-		for j := range ucs[i].Gained {
-			ucs[i].Gained[j].Because = shownGrants(ucs[i].Gained[j].Because, c.headPos)
-		}
-		for j := range ucs[i].Lost {
-			ucs[i].Lost[j].Because = shownGrants(ucs[i].Lost[j].Because, c.basePos)
-		}
-	}
-	return ucs
-}
-
-func shownGrants(gs []compiler.Grant, pos func(catalogue.Pos) catalogue.Pos) []compiler.Grant {
-	out := make([]compiler.Grant, len(gs))
-	for i, g := range gs {
-		g.Source = pos(g.Source)
-		out[i] = g
-	}
-	return out
-}
-
-// rebase shows a position relative to the catalogue as a path from where meshc was run.
-func rebase(dir string, p catalogue.Pos) catalogue.Pos {
-	if p.File != "" && filepath.Clean(dir) != "." {
-		p.File = filepath.ToSlash(filepath.Join(dir, filepath.FromSlash(p.File)))
-	}
-	return p
 }

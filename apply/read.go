@@ -14,64 +14,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/change"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Requester is what reading the live state needs of a connection; *nats.Conn has it. Kept this
 // narrow so a test can count the requests a read costs.
 type Requester interface {
 	RequestWithContext(ctx context.Context, subj string, data []byte) (*nats.Msg, error)
-}
-
-// State is what the bus holds: every stream with its consumers, sorted by name.
-type State struct {
-	Streams []Stream
-	// Resumes are the recorded starts of consumers whose replacement was begun (the old one
-	// deleted) and perhaps not finished, by stream and consumer.
-	Resumes map[[2]string]ResumePoint
-	// Requests is how many API requests the read cost: a handful per stream, never one per
-	// consumer.
-	Requests int
-}
-
-// Stream is one stream as the server reports it.
-type Stream struct {
-	Name   string
-	Config jetstream.StreamConfig
-	// Messages held: deleting or replacing a stream that holds any needs the user's say-so.
-	Messages uint64
-	// Unavailable is the server's own word that the stream exists but could not be read (its
-	// leader did not answer, or every peer is offline). Such a stream is never created again —
-	// that would fail with "name already in use", or worse split it — and never changed or
-	// pruned: it cannot be compared. "" when the stream was read.
-	Unavailable string
-	// ConsumersUnread is set when the stream's consumers could not be listed; then none of them
-	// is created, changed or pruned.
-	ConsumersUnread bool
-	Consumers       []Consumer
-}
-
-// Consumer is one consumer as the server reports it.
-type Consumer struct {
-	Stream string
-	Name   string
-	Config jetstream.ConsumerConfig
-	// PushBound says a subscriber is bound to the delivery subject: the server will not move
-	// it then (seed 003).
-	PushBound bool
-	// AckFloor is the last stream sequence the consumer acknowledged in order: where a
-	// replacement resumes.
-	AckFloor uint64
-	// Unavailable: reported missing or offline, as for a stream.
-	Unavailable string
-}
-
-// stream returns the named stream, or nil.
-func (s *State) stream(name string) *Stream {
-	i, ok := slices.BinarySearchFunc(s.Streams, name, func(x Stream, n string) int { return strings.Compare(x.Name, n) })
-	if !ok {
-		return nil
-	}
-	return &s.Streams[i]
 }
 
 // ReadOptions tune Read; the zero value is the default.
@@ -135,14 +86,15 @@ type consumerListResponse struct {
 // Read reads every stream and consumer the account holds: the stream list, paged, then each
 // stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of
 // INFO calls took 32 s for 1,000 objects; NATS-FACTS §9).
-func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
+func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, error) {
 	opts = opts.withDefaults()
-	st := &State{}
+	st := &change.State{}
+	r := &reading{nc: nc, opts: opts, st: st}
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
 	for offset := 0; ; {
 		var page streamListResponse
-		if err := st.request(ctx, nc, opts, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
+		if err := r.request(ctx, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
 			return nil, fmt.Errorf("list streams: %w", explain(err))
 		}
 		for _, si := range page.Streams {
@@ -150,7 +102,7 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 				continue
 			}
 			seen[si.Config.Name] = true
-			st.Streams = append(st.Streams, Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
+			st.Streams = append(st.Streams, change.Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
 		}
 		noteUnavailable(unavailable, page.paged)
 		offset += len(page.Streams)
@@ -163,7 +115,7 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 	for name, why := range unavailable {
 		if !seen[name] {
 			seen[name] = true
-			st.Streams = append(st.Streams, Stream{Name: name, Config: jetstream.StreamConfig{Name: name}})
+			st.Streams = append(st.Streams, change.Stream{Name: name, Config: jetstream.StreamConfig{Name: name}})
 		}
 		for i := range st.Streams {
 			if st.Streams[i].Name == name {
@@ -171,10 +123,10 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 			}
 		}
 	}
-	slices.SortFunc(st.Streams, func(a, b Stream) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Streams, func(a, b change.Stream) int { return strings.Compare(a.Name, b.Name) })
 
-	if s := st.stream(StateStream); s != nil && s.Unavailable == "" {
-		if err := st.readResumes(ctx, nc, opts); err != nil {
+	if s := st.Stream(compiler.ApplyBucketStream); s != nil && s.Unavailable == "" {
+		if err := r.readResumes(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -186,19 +138,26 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*State, error) {
 			s.ConsumersUnread = true
 			continue
 		}
-		if err := st.readConsumers(ctx, nc, opts, s); err != nil {
+		if err := r.readConsumers(ctx, s); err != nil {
 			return nil, err
 		}
 	}
 	return st, nil
 }
 
-func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptions, s *Stream) error {
+// reading is one Read: the connection, its options, and the state it fills in.
+type reading struct {
+	nc   Requester
+	opts ReadOptions
+	st   *change.State
+}
+
+func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
 	for offset := 0; ; {
 		var page consumerListResponse
-		err := st.request(ctx, nc, opts, opts.APIPrefix+apiConsumerList+s.Name, offset, &page)
+		err := r.request(ctx, r.opts.APIPrefix+apiConsumerList+s.Name, offset, &page)
 		var ae *jetstream.APIError
 		if errors.As(err, &ae) && ae.ErrorCode == jetstream.JSErrCodeStreamNotFound {
 			// Deleted between the two lists: as absent as it now is.
@@ -213,7 +172,7 @@ func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptio
 				continue
 			}
 			seen[ci.Name] = true
-			s.Consumers = append(s.Consumers, Consumer{
+			s.Consumers = append(s.Consumers, change.Consumer{
 				Stream: s.Name, Name: ci.Name, Config: ci.Config,
 				PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
 			})
@@ -226,7 +185,7 @@ func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptio
 	}
 	for name, why := range unavailable {
 		if !seen[name] {
-			s.Consumers = append(s.Consumers, Consumer{Stream: s.Name, Name: name})
+			s.Consumers = append(s.Consumers, change.Consumer{Stream: s.Name, Name: name})
 		}
 		for i := range s.Consumers {
 			if s.Consumers[i].Name == name {
@@ -234,7 +193,7 @@ func (st *State) readConsumers(ctx context.Context, nc Requester, opts ReadOptio
 			}
 		}
 	}
-	slices.SortFunc(s.Consumers, func(a, b Consumer) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(s.Consumers, func(a, b change.Consumer) int { return strings.Compare(a.Name, b.Name) })
 	return nil
 }
 
@@ -252,23 +211,23 @@ func noteUnavailable(into map[string]string, p paged) {
 }
 
 // request makes one paged list request, retried on the transient failures of NATS-FACTS §8.
-func (st *State) request(ctx context.Context, nc Requester, opts ReadOptions, subject string, offset int, into interface{ apiError() *jetstream.APIError }) error {
+func (r *reading) request(ctx context.Context, subject string, offset int, into interface{ apiError() *jetstream.APIError }) error {
 	body, err := json.Marshal(pagedRequest{Offset: offset})
 	if err != nil {
 		return err
 	}
-	return st.requestRaw(ctx, nc, opts, subject, body, into)
+	return r.requestRaw(ctx, subject, body, into)
 }
 
 // requestRaw makes one API request, retried on the transient failures of NATS-FACTS §8.
-func (st *State) requestRaw(ctx context.Context, nc Requester, opts ReadOptions, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
-	return retry(ctx, opts.RetryFor, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, opts.RequestTimeout)
+func (r *reading) requestRaw(ctx context.Context, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
+	return retry(ctx, r.opts.RetryFor, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
 		defer cancel()
-		st.Requests++
-		msg, err := nc.RequestWithContext(ctx, subject, body)
+		r.st.Requests++
+		msg, err := r.nc.RequestWithContext(ctx, subject, body)
 		if err != nil {
-			return explainRequestError(nc, err)
+			return explainRequestError(r.nc, err)
 		}
 		if err := json.Unmarshal(msg.Data, into); err != nil {
 			return fmt.Errorf("the server's answer to %s is not a JetStream answer (%w): is this a JetStream server?", subject, err)

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"fmt"
@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // The replace table against the server: each case that the table says forces a replace is one
 // the server refuses in place, and each it says does not, the server makes in place. Every rule
 // has a case that fires it.
 func TestTheReplaceRulesAreTheServers(t *testing.T) {
-	s := runServer(t)
-	_, js := connect(t, s.ClientURL())
+	_, js := natstest.Connect(t, natstest.JetStream(t).ClientURL())
 	ctx := t.Context()
 	base := jetstream.StreamConfig{Subjects: []string{"x.>"}, Storage: jetstream.FileStorage}
 	with := func(edit func(*jetstream.StreamConfig)) jetstream.StreamConfig {

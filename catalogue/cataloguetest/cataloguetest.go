@@ -1,6 +1,6 @@
-// Package testcat lays out small test catalogues written as txtar archives, so tests read as a
+// Package cataloguetest lays out small test catalogues written as txtar archives, so tests read as a
 // catalogue on a page rather than as YAML strings in Go code.
-package testcat
+package cataloguetest
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 // liveFor is a bus as Read would report it after the plan was applied, with the server's
@@ -34,7 +36,7 @@ func liveFor(plan *compiler.Plan) *State {
 }
 
 func sampleChanges() Changes {
-	plan := meshPlan(1, jetstream.FileStorage)
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan)
 	// A stream the plan no longer has, holding messages; a consumer gone from the catalogue.
 	mark := map[string]string{compiler.OwnerKey: plan.Account}
@@ -56,8 +58,10 @@ func sampleChanges() Changes {
 }
 
 func TestDiffIsPureAndOrdered(t *testing.T) {
-	plan := meshPlan(1, jetstream.FileStorage)
-	requireEmpty(t, Diff(liveFor(plan), plan, DiffOptions{Prune: true}), "the bus is the plan")
+	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
+	if cs := Diff(liveFor(plan), plan, DiffOptions{Prune: true}); !cs.Empty() {
+		t.Fatalf("the bus is the plan, but the diff says %s", cs.Summary())
+	}
 
 	cs := sampleChanges()
 	var got []string
@@ -86,11 +90,11 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 	if !slices.Equal(cs.Unmanaged, wantUnmanaged) {
 		t.Fatalf("not managed: %q, want %q", cs.Unmanaged, wantUnmanaged)
 	}
-	if again := sampleChanges(); !bytes.Equal(renderOut(t, again, FormatJSON), renderOut(t, cs, FormatJSON)) {
+	if again := sampleChanges(); !bytes.Equal(renderOut(t, again, output.JSON), renderOut(t, cs, output.JSON)) {
 		t.Fatal("the same inputs gave two change sets")
 	}
 	// Without prune, nothing is deleted, and what is left alone is said.
-	plan2 := meshPlan(1, jetstream.FileStorage)
+	plan2 := compilertest.MeshPlan(1, jetstream.FileStorage)
 	live := liveFor(plan2)
 	live.Streams = append(live.Streams, Stream{Name: "ZZZ", Config: normalStream(jetstream.StreamConfig{Name: "ZZZ", Metadata: plan2.Marked(nil)})})
 	cs = Diff(live, plan2, DiffOptions{})
@@ -99,7 +103,7 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 	}
 }
 
-func renderOut(t *testing.T, cs Changes, f Format) []byte {
+func renderOut(t *testing.T, cs Changes, f output.Format) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := Render(&b, cs, f); err != nil {
@@ -109,7 +113,7 @@ func renderOut(t *testing.T, cs Changes, f Format) []byte {
 }
 
 func TestRenderText(t *testing.T) {
-	out := string(renderOut(t, sampleChanges(), FormatText))
+	out := string(renderOut(t, sampleChanges(), output.Text))
 	lines := strings.Split(out, "\n")
 	if lines[0] != "4 to create, 2 to change, 1 to replace, 2 to delete, 5 unchanged." {
 		t.Fatalf("summary line: %q", lines[0])
@@ -130,13 +134,13 @@ func TestRenderText(t *testing.T) {
 	if strings.Index(out, "stream SEAT_IMAGE_STORE") > strings.Index(out, "consumer CONTROL/enrolments") {
 		t.Error("consumers before streams")
 	}
-	if !bytes.Equal(renderOut(t, sampleChanges(), FormatText), []byte(out)) {
+	if !bytes.Equal(renderOut(t, sampleChanges(), output.Text), []byte(out)) {
 		t.Error("text differs between two renders")
 	}
 }
 
 func TestRenderJSON(t *testing.T) {
-	raw := renderOut(t, sampleChanges(), FormatJSON)
+	raw := renderOut(t, sampleChanges(), output.JSON)
 	var doc struct {
 		Version int            `json:"version"`
 		Summary map[string]int `json:"summary"`
@@ -165,7 +169,7 @@ func TestRenderJSON(t *testing.T) {
 }
 
 func TestRenderMarkdown(t *testing.T) {
-	out := string(renderOut(t, sampleChanges(), FormatMarkdown))
+	out := string(renderOut(t, sampleChanges(), output.Markdown))
 	for _, want := range []string{
 		"**4 to create, 2 to change, 1 to replace, 2 to delete, 5 unchanged**",
 		"| --- | --- | --- |",
@@ -183,17 +187,6 @@ func TestRenderMarkdown(t *testing.T) {
 	}
 }
 
-func TestParseFormat(t *testing.T) {
-	for _, f := range []Format{FormatText, FormatJSON, FormatMarkdown} {
-		if got, err := ParseFormat(f.String()); err != nil || got != f {
-			t.Errorf("ParseFormat(%q) = %v, %v", f, got, err)
-		}
-	}
-	if _, err := ParseFormat("sarif"); err == nil {
-		t.Error("an unknown format was accepted")
-	}
-}
-
 // A list that grows by one shows the one it gains (and loses), not two long lists.
 func TestAListChangeShowsWhatItAddsAndRemoves(t *testing.T) {
 	cs := Changes{Items: []Change{{
@@ -201,10 +194,10 @@ func TestAListChangeShowsWhatItAddsAndRemoves(t *testing.T) {
 		Fields: []Field{{Name: "filter_subjects", Old: "[a, b]", New: "[b, c]", Added: []string{"c"}, Removed: []string{"a"}}},
 	}}}
 	var text, md strings.Builder
-	if err := Render(&text, cs, FormatText); err != nil {
+	if err := Render(&text, cs, output.Text); err != nil {
 		t.Fatal(err)
 	}
-	if err := Render(&md, cs, FormatMarkdown); err != nil {
+	if err := Render(&md, cs, output.Markdown); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"filter_subjects: + c\n", "filter_subjects: - a\n"} {
@@ -230,7 +223,7 @@ func TestJSONWritesListsAsArrays(t *testing.T) {
 	want := jetstream.ConsumerConfig{Durable: "c", FilterSubjects: []string{"b", "c"}, AckWait: 2 * time.Second}
 	fields := consumerFields(normalConsumer(have), normalConsumer(want))
 	cs := Changes{Items: []Change{{Action: Update, Kind: KindConsumer, Stream: "EVENTS", Consumer: "c", Fields: fields}}}
-	raw := renderOut(t, cs, FormatJSON)
+	raw := renderOut(t, cs, output.JSON)
 	var doc struct {
 		Changes []struct {
 			Fields []map[string]any `json:"fields"`

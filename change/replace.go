@@ -1,4 +1,4 @@
-package apply
+package change
 
 import "github.com/nats-io/nats.go/jetstream"
 

@@ -1,0 +1,74 @@
+package change
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// State is what the bus holds: every stream with its consumers, sorted by name.
+type State struct {
+	Streams []Stream
+	// Resumes are the recorded starts of consumers whose replacement was begun (the old one
+	// deleted) and perhaps not finished, by stream and consumer.
+	Resumes map[[2]string]ResumePoint
+	// Requests is how many API requests the read cost: a handful per stream, never one per
+	// consumer.
+	Requests int
+}
+
+// Stream is one stream as the server reports it.
+type Stream struct {
+	Name   string
+	Config jetstream.StreamConfig
+	// Messages held: deleting or replacing a stream that holds any needs the user's say-so.
+	Messages uint64
+	// Unavailable is the server's own word that the stream exists but could not be read (its
+	// leader did not answer, or every peer is offline). Such a stream is never created again —
+	// that would fail with "name already in use", or worse split it — and never changed or
+	// pruned: it cannot be compared. "" when the stream was read.
+	Unavailable string
+	// ConsumersUnread is set when the stream's consumers could not be listed; then none of them
+	// is created, changed or pruned.
+	ConsumersUnread bool
+	Consumers       []Consumer
+}
+
+// Consumer is one consumer as the server reports it.
+type Consumer struct {
+	Stream string
+	Name   string
+	Config jetstream.ConsumerConfig
+	// PushBound says a subscriber is bound to the delivery subject: the server will not move
+	// it then (seed 003).
+	PushBound bool
+	// AckFloor is the last stream sequence the consumer acknowledged in order: where a
+	// replacement resumes.
+	AckFloor uint64
+	// Unavailable: reported missing or offline, as for a stream.
+	Unavailable string
+}
+
+// Stream returns the named stream, or nil.
+func (s *State) Stream(name string) *Stream {
+	i, ok := slices.BinarySearchFunc(s.Streams, name, func(x Stream, n string) int { return strings.Compare(x.Name, n) })
+	if !ok {
+		return nil
+	}
+	return &s.Streams[i]
+}
+
+// Consumer returns the named consumer of the named stream, or nil.
+func (s *State) Consumer(stream, name string) *Consumer {
+	ls := s.Stream(stream)
+	if ls == nil {
+		return nil
+	}
+	for i := range ls.Consumers {
+		if ls.Consumers[i].Name == name {
+			return &ls.Consumers[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package review
+
+import (
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
+)
+
+// Breaks is what the change breaks, positions shown from where meshc was run.
+func (c *Comparison) Breaks() []lint.Break {
+	bs := lint.Breaks(lint.Against{Base: c.Base, Head: c.Head, BasePos: c.basePos})
+	for i := range bs {
+		bs[i].Pos = c.headPos(bs[i].Pos)
+		if a := bs[i].Approval; a != nil {
+			shown := *a
+			shown.Pos = c.headPos(a.Pos)
+			bs[i].Approval = &shown
+		}
+	}
+	return bs
+}
+
+// Users is every user the change adds, removes or changes, each grant's declaration shown from
+// where meshc was run: a gain's in the head, a loss's in the base.
+func (c *Comparison) Users() []compiler.UserChange {
+	ucs := compiler.CompareUsers(c.Base.Plan, c.Head.Plan)
+	for i := range ucs {
+		for j := range ucs[i].Gained {
+			ucs[i].Gained[j].Because = shownGrants(ucs[i].Gained[j].Because, c.headPos)
+		}
+		for j := range ucs[i].Lost {
+			ucs[i].Lost[j].Because = shownGrants(ucs[i].Lost[j].Because, c.basePos)
+		}
+	}
+	return ucs
+}
+
+func shownGrants(gs []compiler.Grant, pos func(catalogue.Pos) catalogue.Pos) []compiler.Grant {
+	out := make([]compiler.Grant, len(gs))
+	for i, g := range gs {
+		g.Source = pos(g.Source)
+		out[i] = g
+	}
+	return out
+}
