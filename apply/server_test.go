@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/internal/natsserver"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
@@ -101,13 +102,9 @@ func runCluster(t *testing.T) *cluster {
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
-	s, err := server.NewServer(c.opts[i].Clone())
+	s, err := natsserver.Start(context.Background(), c.opts[i].Clone(), 10*time.Second)
 	if err != nil {
-		c.t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		c.t.Fatalf("node %d not ready", i+1)
+		c.t.Fatalf("node %d: %v", i+1, err)
 	}
 	c.servers[i] = s
 }

@@ -1,6 +1,7 @@
 package benchmarks
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/meshc-dev/meshc/internal/natsserver"
 )
 
 // BenchmarkReload measures what one configuration reload costs a server with many clients
@@ -79,18 +82,9 @@ func reloadServer(b *testing.B, n, cost int) (*server.Server, string) {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	opts, err := server.ProcessConfigFile(path)
+	s, err := natsserver.FromConfig(context.Background(), path, false, 10*time.Second)
 	if err != nil {
 		b.Fatal(err)
-	}
-	opts.NoLog, opts.NoSigs = true, true
-	s, err := server.NewServer(opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		b.Fatal("server not ready")
 	}
 	return s, s.ClientURL()
 }

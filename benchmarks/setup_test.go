@@ -8,16 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/internal/localbus"
 	"github.com/meshc-dev/meshc/internal/synth"
 	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/up"
 )
 
 // seed makes every benchmark measure the same catalogue on every run and machine.
@@ -57,12 +56,12 @@ func compiledPlan(b *testing.B, n int) *compiler.Plan {
 }
 
 // bus is one in-process JetStream server with mesh-controller's connection, started the way
-// `meshc up` starts one (internal/localbus): loopback, a random port, a store of its own, the
-// accounts file as meshc composes it, and the controller connected with the grants the catalogue
-// gives it. A benchmark measures the server's real work (file store included) as the user that
-// really applies, and its floor makes the same calls on the same connection.
+// `meshc up` starts one (package up): loopback, a random port, a store of its own, the accounts
+// file as meshc composes it, and the controller connected with the grants the catalogue gives it.
+// A benchmark measures the server's real work (file store included) as the user that really
+// applies, and its floor makes the same calls on the same connection.
 type bus struct {
-	srv   *server.Server
+	up    *up.Bus
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	store string
@@ -76,28 +75,18 @@ func startBus(b *testing.B) *bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The controller alone: the benchmarks apply, and minting a hash for each of 10,000 users
-	// would time bcrypt, not the bus. Its grants are the compiler's, whatever the catalogue.
-	plan := compiledPlan(b, 6)
-	plan.Users = plan.Users[:1]
-	password, hash, err := catalogue.MintPassword()
+	// The controller alone, and no streams: the benchmarks apply, and minting a password for
+	// each of 10,000 users would time bcrypt, not the bus. Its grants are the compiler's,
+	// whatever the catalogue. The server keeps its defaults, limits included: nats-server allows
+	// 1,000 consumers per stream unless the stream says otherwise, and the compiler gives EVENTS
+	// room past that.
+	compiled := compiledPlan(b, 6)
+	plan := &compiler.Plan{Account: compiled.Account, Users: compiled.Users[:1]}
+	running, _, err := up.Start(context.Background(), plan, up.Options{State: store})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := localbus.ComposeAccounts(store, plan, map[string]string{compiler.ControllerUser: hash}); err != nil {
-		b.Fatal(err)
-	}
-	// The server's defaults, limits included: nats-server allows 1,000 consumers per stream
-	// unless the stream says otherwise, and the compiler gives EVENTS room past that.
-	conf, err := localbus.WriteServerConf(store, 0, "")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s, err := localbus.Start(context.Background(), conf, 10*time.Second)
-	if err != nil {
-		b.Fatal(err)
-	}
-	controller, err := apply.Connect(localbus.ControllerEndpoint(s.ClientURL(), password))
+	controller, err := apply.Connect(running.Controller())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,15 +94,14 @@ func startBus(b *testing.B) *bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &bus{srv: s, nc: controller.Conn, js: js, store: store}
+	return &bus{up: running, nc: controller.Conn, js: js, store: store}
 }
 
 // stop shuts the server down and removes its store, so a benchmark of many iterations does not
 // fill the disk with buses it no longer needs.
 func (x *bus) stop() {
 	x.nc.Close()
-	x.srv.Shutdown()
-	x.srv.WaitForShutdown()
+	x.up.Stop()
 	os.RemoveAll(x.store)
 }
 

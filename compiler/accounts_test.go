@@ -32,7 +32,7 @@ func account(t *testing.T, p *Plan, name string) Account {
 }
 
 func TestSharedAccountHasNoAccountsOfItsOwn(t *testing.T) {
-	p := compileIsolated(t, "../emit/testdata/proof.txtar", catalogue.IsolationShared)
+	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationShared)
 	if len(p.Accounts) != 0 {
 		t.Fatalf("a shared-account mesh has accounts %v", p.Accounts)
 	}
@@ -46,7 +46,7 @@ func TestSharedAccountHasNoAccountsOfItsOwn(t *testing.T) {
 // With an account per principal, the mesh's account holds JetStream and the controller alone, and
 // every other user has an account of its own, named like it.
 func TestAnAccountPerPrincipal(t *testing.T) {
-	p := compileIsolated(t, "../emit/testdata/proof.txtar", catalogue.IsolationPerModule)
+	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
 	if len(p.Accounts) != len(p.Users) {
 		t.Fatalf("%d accounts for %d users: want the mesh's (with the controller) and one per other user", len(p.Accounts), len(p.Users))
 	}
@@ -67,7 +67,7 @@ func TestAnAccountPerPrincipal(t *testing.T) {
 // export names exactly the accounts that import under it. One import more and an answer could be
 // steered onto a subject the user may not publish (NATS-FACTS §12).
 func TestImportsAreExactlyTheGrants(t *testing.T) {
-	p := compileIsolated(t, "../emit/testdata/proof.txtar", catalogue.IsolationPerModule)
+	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
 	served := map[string]string{} // tool → serving account
 	for _, u := range p.Users[1:] {
 		for _, s := range u.Subscribe.Allow {

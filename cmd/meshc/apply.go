@@ -126,14 +126,14 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
-	var accounts *accountsDelivery
+	var accounts *apply.AccountsDelivery
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(plan, *accountsPath, *allowMissing, *reload, *monitor, stderr); accounts == nil {
+		if accounts, exit = prepareAccounts(plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait, stderr); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
-			return accounts.deliver(*reloadWait, stderr)
+			return deliverAccounts(accounts, stderr)
 		}
 	}
 	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
@@ -194,7 +194,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	}
 	if accounts != nil {
 		// Users first: a module whose consumer is about to exist should be able to connect.
-		if exit := accounts.deliver(*reloadWait, stderr); exit != exitOK {
+		if exit := deliverAccounts(accounts, stderr); exit != exitOK {
 			return exit
 		}
 	}
@@ -276,88 +276,41 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 	return exitOK
 }
 
-// accountsDelivery is the accounts file, its bytes and its reload, checked and ready to write.
-type accountsDelivery struct {
-	data   []byte
-	file   *accountsFile
-	reload *reloadTarget
-	before varz
-}
-
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
-// the bytes (a missing hash is exit 1), where they go and as whom, and the reload target
-// (a nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, stderr io.Writer) (*accountsDelivery, int) {
+// the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
+// nats-server, whose monitoring endpoint answers). nil means exit with the code.
+func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration, stderr io.Writer) (*apply.AccountsDelivery, int) {
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return nil, exitFailed
 	}
-	d := &accountsDelivery{data: data}
-	if d.file, err = lookAtAccounts(path); err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitCantRun
-	}
+	var server apply.Reloader
 	if reload != "" {
-		if d.reload, err = resolveReload(reload, monitor); err == nil {
-			d.before, err = d.reload.loaded(context.Background())
-		}
-		if err != nil {
+		if server, err = apply.Signalled(reload, monitor, wait, isNATSServer); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return nil, exitCantRun
 		}
 	}
+	d, err := apply.PrepareAccounts(context.Background(), data, path, server)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return nil, exitCantRun
+	}
 	return d, exitOK
 }
 
-// deliver writes the file when its bytes changed and reloads the server when it has not loaded
-// the file as it now is.
-func (d *accountsDelivery) deliver(wait time.Duration, stderr io.Writer) int {
-	previous := d.file.current
-	changed, err := d.file.write(d.data)
+// isNATSServer decides whether a pid is a nats-server meshc may signal: nil, apply's own check of
+// the process's name. A test sets it to accept its own process, which runs the server in-process.
+var isNATSServer func(pid int) error
+
+// deliverAccounts writes the file and has the server load it, saying what it did.
+func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {
+	did, err := d.Deliver(context.Background())
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}
-	path := d.file.path
-	switch {
-	case d.reload != nil && d.reload.stale(d.before, d.file):
-		if err := d.reload.reload(context.Background(), d.before, d.file, wait); err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return exitCantRun
-		}
-		// An account the reload created has dead service imports until the next reload
-		// (NATS-FACTS §12): its modules would publish into nothing.
-		added, cmpErr := emit.AccountsAdded(previous, d.data)
-		if cmpErr != nil || len(added) > 0 {
-			now, err := d.reload.loaded(context.Background())
-			if err == nil {
-				err = d.reload.reload(context.Background(), now, d.file, wait)
-			}
-			// Why a second reload: new accounts, or a file that could not be compared (so new
-			// accounts cannot be ruled out).
-			why := fmt.Sprintf("%d accounts are new", len(added))
-			if cmpErr != nil {
-				why = fmt.Sprintf("the old file could not be compared with the new (%v), so new accounts could not be ruled out", cmpErr)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "meshc apply: the second reload, which wires the service imports of accounts the first created (%s): %v; apply again to reload once more\n", why, err)
-				return exitCantRun
-			}
-			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it twice: %s, and the server wires new accounts' service imports on the second reload\n", path, why)
-			break
-		}
-		if changed {
-			fmt.Fprintf(stderr, "meshc apply: wrote %s and the server reloaded it\n", path)
-		} else {
-			fmt.Fprintf(stderr, "meshc apply: %s is current but the server had not loaded it; the server reloaded it\n", path)
-		}
-	case d.reload != nil:
-		fmt.Fprintf(stderr, "meshc apply: %s is current and the server has loaded it; the server is not asked to reload\n", path)
-	case changed:
-		fmt.Fprintf(stderr, "meshc apply: wrote %s; reload the server to pick it up (--reload does)\n", path)
-	default:
-		fmt.Fprintf(stderr, "meshc apply: %s is current\n", path)
-	}
+	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
 	return exitOK
 }

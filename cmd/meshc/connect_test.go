@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
-	"github.com/meshc-dev/meshc/internal/localbus"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/up"
 )
 
 // Every test here connects the way a user does, as the user meshc composed, to a real server
@@ -56,7 +57,7 @@ func emittedBusWith(t *testing.T, serverConf func(state string) string, edit fun
 	}
 	var conf string
 	if serverConf == nil {
-		conf, err = localbus.WriteServerConf(state, 0, "")
+		conf, err = up.WriteServerConf(state, 0, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,12 +67,7 @@ func emittedBusWith(t *testing.T, serverConf func(state string) string, edit fun
 			t.Fatal(err)
 		}
 	}
-	s, err := localbus.Start(context.Background(), conf, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return dir, s.ClientURL(), pw
+	return dir, natstest.FromConfig(t, conf, false).ClientURL(), pw
 }
 
 // isolateNATSSettings keeps the machine's own NATS settings out of a test: no variable, and a
@@ -268,7 +264,8 @@ func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
 // then exits 2 naming the holder; --break-lock says whose it was; the next apply goes through.
 func TestTheApplyLockAsTheMeshController(t *testing.T) {
 	dir, url, pw := emittedBus(t, nil)
-	bus, err := apply.Connect(localbus.ControllerEndpoint(url, pw["mesh-controller"]))
+	bus, err := apply.Connect(apply.Endpoint{URL: url, User: "mesh-controller", Options: []nats.Option{
+		nats.UserInfo("mesh-controller", pw["mesh-controller"]), nats.CustomInboxPrefix("_INBOX.mesh-controller")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
@@ -137,12 +138,11 @@ func serverWithAccounts(t *testing.T, dir string) (*server.Server, string) {
 // any other process must still be a nats-server.
 func acceptOwnProcess(t *testing.T) {
 	t.Helper()
-	check := checkProcess
-	checkProcess = func(pid int) error {
+	isNATSServer = func(pid int) error {
 		if pid == os.Getpid() {
 			return nil
 		}
-		return check(pid)
+		return apply.IsNATSServer(pid)
 	}
-	t.Cleanup(func() { checkProcess = check })
+	t.Cleanup(func() { isNATSServer = nil })
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/meshc-dev/meshc/internal/natsserver"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -77,16 +80,11 @@ func natsServer(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
 		ts.Fatalf("usage: natsserver")
 	}
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: ts.MkAbs("jetstream"),
-		NoLog: true, NoSigs: true,
-	})
+	s, err := natsserver.Start(context.Background(), &server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: ts.MkAbs("jetstream"), NoSigs: true,
+	}, 10*time.Second)
 	if err != nil {
 		ts.Fatalf("natsserver: %v", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		ts.Fatalf("natsserver: not ready in 10 s")
 	}
 	ts.Defer(func() { s.Shutdown(); s.WaitForShutdown() })
 	ts.Setenv("NATS_URL", s.ClientURL())

@@ -49,7 +49,7 @@ func startUp(t *testing.T, dir string) *runningUp {
 	r := &runningUp{state: filepath.Join(t.TempDir(), "state")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	go func() { done <- up(ctx, []string{dir, "--state", r.state}, &r.stdout, &r.stderr) }()
+	go func() { done <- runUpUntil(ctx, []string{dir, "--state", r.state}, &r.stdout, &r.stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
@@ -151,7 +151,7 @@ func devPassword(t *testing.T, state, user string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var creds map[string]devCredential
+	var creds map[string]struct{ Password string }
 	if err := yaml.Unmarshal(data, &creds); err != nil {
 		t.Fatal(err)
 	}

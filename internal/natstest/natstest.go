@@ -4,12 +4,15 @@
 package natstest
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/internal/natsserver"
 )
 
 // JetStream starts a server with JetStream on 127.0.0.1 and a temporary store. edit, when given,
@@ -31,25 +34,21 @@ func JetStream(t testing.TB, edit ...func(*server.Options)) *server.Server {
 // own signal handling on (SIGHUP reloads), which a test of reloading by signal needs.
 func FromConfig(t testing.TB, path string, signals bool) *server.Server {
 	t.Helper()
-	opts, err := server.ProcessConfigFile(path)
+	s, err := natsserver.FromConfig(context.Background(), path, signals, 10*time.Second)
 	if err != nil {
-		t.Fatalf("the server refused %s: %v", path, err)
+		t.Fatal(err)
 	}
-	opts.NoLog, opts.NoSigs = true, !signals
-	return Start(t, opts)
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
 }
 
-// Start starts a server with the given options and waits until it takes connections.
+// Start starts a server with the given options and waits until it takes connections, the way
+// meshc starts its own (internal/natsserver).
 func Start(t testing.TB, opts *server.Options) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(opts)
+	s, err := natsserver.Start(context.Background(), opts, 10*time.Second)
 	if err != nil {
-		t.Fatalf("starting nats-server: %v", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatal("nats-server was not ready in 10 s")
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s

@@ -1,4 +1,4 @@
-package main
+package up
 
 import (
 	"context"
@@ -22,9 +22,9 @@ import (
 // drops when that process ends however it ends, so a crash never leaves the directory locked.
 const upLockFile = "up.lock"
 
-// claimState makes stateDir this process's: it creates it, writes its .gitignore, and locks it,
+// Claim makes stateDir this process's: it creates it, writes its .gitignore, and locks it,
 // refusing (naming the holder's PID) when another `meshc up` has it. release unlocks it.
-func claimState(stateDir string) (release func(), err error) {
+func Claim(stateDir string) (release func(), err error) {
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -63,10 +63,10 @@ func ignoreState(stateDir string) error {
 	return atomicfile.Write(path, []byte(ignore), 0o644)
 }
 
-// checkServerCanStart tries what the embedded server will need, so a failure is the system's own
+// CheckCanStart tries what the embedded server will need, so a failure is the system's own
 // reason ("address already in use", "not a directory") rather than "did not become ready": the
 // server is started with its log off, and its readiness says only yes or no.
-func checkServerCanStart(stateDir string, port int) error {
+func CheckCanStart(stateDir string, port int) error {
 	store := filepath.Join(stateDir, "jetstream")
 	if err := os.MkdirAll(store, 0o700); err != nil {
 		return fmt.Errorf("the JetStream store cannot be created: %w", err)
@@ -87,20 +87,20 @@ func checkServerCanStart(stateDir string, port int) error {
 	return nil
 }
 
-// errInterrupted is what a step of start-up or --once returns when Ctrl-C came first.
-var errInterrupted = errors.New("interrupted")
+// ErrInterrupted is what a step of start-up or --once returns when Ctrl-C came first.
+var ErrInterrupted = errors.New("interrupted")
 
-// interruptible runs step and returns its result, or errInterrupted as soon as ctx ends (Ctrl-C)
+// Interruptible runs step and returns its result, or ErrInterrupted as soon as ctx ends (Ctrl-C)
 // if that is first. The step is left to finish on its own: `up` is returning, and the server it
 // talks to is shut down on the way out, which ends it.
-func interruptible[T any](ctx context.Context, step func() (T, error)) (T, error) {
+func Interruptible[T any](ctx context.Context, step func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
 	if ctx.Err() != nil {
 		var zero T
-		return zero, errInterrupted
+		return zero, ErrInterrupted
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -112,6 +112,6 @@ func interruptible[T any](ctx context.Context, step func() (T, error)) (T, error
 		return r.v, r.err
 	case <-ctx.Done():
 		var zero T
-		return zero, errInterrupted
+		return zero, ErrInterrupted
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"bytes"
@@ -88,20 +88,29 @@ func (f *accountsFile) write(data []byte) (bool, error) {
 	return true, nil
 }
 
-// reloadTarget is a nats-server process to signal, and its monitoring endpoint, which says
-// what the server has loaded and whether a reload took.
-type reloadTarget struct {
-	pid     int
-	monitor string
+// Reloader is a server that can be made to load its configuration again, and asked when it last
+// did: a nats-server process signalled as `nats-server --signal reload` does (SignalledServer),
+// or a server embedded in meshc's own process (meshc up's).
+type Reloader interface {
+	// Loaded is when the server last loaded its configuration.
+	Loaded(ctx context.Context) (time.Time, error)
+	// Reload makes the server load its configuration again, and returns once it has loaded it
+	// after before, or says why it did not.
+	Reload(ctx context.Context, before time.Time) error
 }
 
-// checkProcess decides whether pid is a nats-server meshc may signal. A variable so a test can
-// accept its own process, which runs the server in-process.
-var checkProcess = isNATSServer
+// SignalledServer is a nats-server process to signal, and its monitoring endpoint, which says
+// what the server has loaded and whether a reload took.
+type SignalledServer struct {
+	pid     int
+	monitor string
+	// wait bounds a reload: how long the server may take to load the file.
+	wait time.Duration
+}
 
-// isNATSServer reads the process's name and executable from /proc: a stale pid file's pid now
+// IsNATSServer reads the process's name and executable from /proc: a stale pid file's pid now
 // belonging to a shell or a sleep must not be sent SIGHUP (which ends most programs).
-func isNATSServer(pid int) error {
+func IsNATSServer(pid int) error {
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil {
 		return fmt.Errorf("no process %d (%v)", pid, err)
@@ -114,9 +123,15 @@ func isNATSServer(pid int) error {
 	return fmt.Errorf("process %d is %q, not nats-server", pid, name)
 }
 
-// resolveReload reads --reload (a process id or a pid file) and checks it is a nats-server,
-// before anything is written.
-func resolveReload(target, monitor string) (*reloadTarget, error) {
+// Signalled reads --reload (a process id or a pid file) and checks it is a nats-server before
+// anything is written: a stale pid file's pid now belonging to a shell must not be sent SIGHUP.
+// isServer decides that; nil reads the process's name from /proc (a test passes its own check,
+// since it runs the server in its own process). monitor is the server's monitoring URL, and wait
+// bounds a reload.
+func Signalled(target, monitor string, wait time.Duration, isServer func(pid int) error) (*SignalledServer, error) {
+	if isServer == nil {
+		isServer = IsNATSServer
+	}
 	pid, err := strconv.Atoi(target)
 	if err != nil {
 		data, rerr := os.ReadFile(target)
@@ -131,10 +146,10 @@ func resolveReload(target, monitor string) (*reloadTarget, error) {
 		// kill(0) signals the caller's process group, kill(-N) group N: never a server.
 		return nil, fmt.Errorf("--reload %s: %d is not a process id (it must be above 0)", target, pid)
 	}
-	if err := checkProcess(pid); err != nil {
+	if err := isServer(pid); err != nil {
 		return nil, fmt.Errorf("--reload %s: %v; give the nats-server's pid or pid file", target, err)
 	}
-	return &reloadTarget{pid: pid, monitor: strings.TrimRight(monitor, "/")}, nil
+	return &SignalledServer{pid: pid, monitor: strings.TrimRight(monitor, "/"), wait: wait}, nil
 }
 
 // varz is what the monitoring endpoint says of the loaded configuration.
@@ -142,7 +157,13 @@ type varz struct {
 	ConfigLoadTime time.Time `json:"config_load_time"`
 }
 
-func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
+// Loaded reads when the server last loaded its configuration from its monitoring endpoint.
+func (r *SignalledServer) Loaded(ctx context.Context) (time.Time, error) {
+	v, err := r.varz(ctx)
+	return v.ConfigLoadTime, err
+}
+
+func (r *SignalledServer) varz(ctx context.Context) (varz, error) {
 	var v varz
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -167,17 +188,10 @@ func (r *reloadTarget) loaded(ctx context.Context) (varz, error) {
 	return v, nil
 }
 
-// stale reports whether the server loaded its configuration before the file last changed: the
-// file on disk is not what it runs, whether this apply wrote it or an earlier one whose reload
-// failed did.
-func (r *reloadTarget) stale(v varz, f *accountsFile) bool {
-	return !v.ConfigLoadTime.After(f.modTime)
-}
-
-// reload signals the server (SIGHUP, as nats-server --signal reload does) and waits until its
+// Reload signals the server (SIGHUP, as nats-server --signal reload does) and waits until its
 // monitoring endpoint shows a configuration loaded after the signal. A server that refuses the
 // new configuration keeps the old one and logs why; meshc says what it can see of why.
-func (r *reloadTarget) reload(ctx context.Context, before varz, f *accountsFile, wait time.Duration) error {
+func (r *SignalledServer) Reload(ctx context.Context, before time.Time) error {
 	p, err := os.FindProcess(r.pid)
 	if err != nil {
 		return fmt.Errorf("--reload: no process %d: %w", r.pid, err)
@@ -185,19 +199,18 @@ func (r *reloadTarget) reload(ctx context.Context, before varz, f *accountsFile,
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("--reload: signalling nats-server (pid %d) to reload: %w; reload it by hand (nats-server --signal reload=%d)", r.pid, err, r.pid)
 	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(r.wait)
 	for {
-		now, err := r.loaded(ctx)
-		if err == nil && now.ConfigLoadTime.After(before.ConfigLoadTime) {
+		now, err := r.Loaded(ctx)
+		if err == nil && now.After(before) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			why := "it kept the configuration it loaded at " + before.ConfigLoadTime.Format(time.RFC3339Nano)
+			why := "it kept the configuration it loaded at " + before.Format(time.RFC3339Nano)
 			if err != nil {
 				why = err.Error()
 			}
-			return fmt.Errorf("--reload: nats-server (pid %d) did not reload within %s: %s. %s; its log says why, and apply signals it again on the next run",
-				r.pid, wait, why, readableBy(r.pid, f))
+			return &notReloaded{pid: r.pid, wait: r.wait, why: why}
 		}
 		select {
 		case <-ctx.Done():
@@ -205,6 +218,18 @@ func (r *reloadTarget) reload(ctx context.Context, before varz, f *accountsFile,
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// notReloaded is a signalled server that kept its configuration: Deliver adds whether its user
+// can read the file, the most common reason.
+type notReloaded struct {
+	pid  int
+	wait time.Duration
+	why  string
+}
+
+func (e *notReloaded) Error() string {
+	return fmt.Sprintf("--reload: nats-server (pid %d) did not reload within %s: %s", e.pid, e.wait, e.why)
 }
 
 // readableBy says whether the server's user can read the accounts file: the most common

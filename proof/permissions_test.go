@@ -1,4 +1,4 @@
-package emit_test
+package proof
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/internal/localbus"
+	"github.com/meshc-dev/meshc/up"
 )
 
 // TestPermissionsOnARealServer proves SPEC §2 "Permissions" against a real nats-server: every
@@ -300,10 +300,10 @@ type bus struct {
 	passwords map[string]string
 }
 
-// startBus loads a catalogue, mints a password for every bus user, renders accounts.conf with
-// their hashes, starts a server from a configuration that includes it, and applies the plan as
-// mesh-controller — the path `meshc up` takes. serverConf is added to the server's own half;
-// isolation overrides the catalogue's.
+// startBus loads a catalogue and runs it as `meshc up` does (package up): development passwords
+// for every user, the accounts file as meshc composes it, the server started from its file, and
+// the plan applied as mesh-controller with the grants the catalogue gives it. serverConf is added
+// to the server's own half; isolation overrides the catalogue's.
 func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
@@ -319,37 +319,16 @@ func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 			t.Fatalf("the proof's catalogue does not compile: %v", f)
 		}
 	}
-	// The bus is started the way `meshc up` starts it (internal/localbus): the accounts file as
-	// meshc composes it with freshly minted passwords, and the plan applied as mesh-controller
-	// with the grants the catalogue gives it, so this proof proves what up runs.
-	b := &bus{passwords: map[string]string{}}
-	hashes := map[string]string{}
-	for _, u := range plan.Users {
-		pw, hash, err := catalogue.MintPassword()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.passwords[u.Name], hashes[u.Name] = pw, hash
-	}
-	state := t.TempDir()
-	if _, err := localbus.ComposeAccounts(state, plan, hashes); err != nil {
-		t.Fatal(err)
-	}
-	confPath, err := localbus.WriteServerConf(state, 0, serverConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := localbus.Start(context.Background(), confPath, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	b.url = srv.ClientURL()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := localbus.Apply(ctx, localbus.ControllerEndpoint(b.url, b.passwords[compiler.ControllerUser]), plan); err != nil {
-		t.Fatalf("applying the plan as mesh-controller: %v", err)
+	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf})
+	if err != nil {
+		t.Fatalf("running the proof's catalogue as meshc up does: %v", err)
+	}
+	t.Cleanup(running.Stop)
+	b := &bus{url: running.URL, passwords: map[string]string{}}
+	for _, u := range plan.Users {
+		b.passwords[u.Name] = running.Password(u.Name)
 	}
 	return b
 }

@@ -1,0 +1,58 @@
+package up
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+)
+
+// WriteContexts writes a NATS CLI context per bus user, STATE/contexts/USER.json (mode 0600): the
+// server, the user's development password and the inbox prefix its grant names. `nats --context
+// FILE` and `meshc … --context FILE` take one by its path, so no password is ever printed on a
+// command line, where shell history and process lists keep it.
+func (b *Bus) WriteContexts() (map[string]string, error) {
+	stateDir, url, plan, dev := b.State, b.URL, b.plan, b.dev
+	dir := filepath.Join(stateDir, "contexts")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	paths := map[string]string{}
+	for _, u := range plan.Users {
+		data, err := json.MarshalIndent(map[string]string{
+			"description":  fmt.Sprintf("meshc up: %s on the %s mesh (development password)", u.Name, plan.Account),
+			"url":          url,
+			"user":         u.Name,
+			"password":     dev[u.Name].Password,
+			"inbox_prefix": compiler.InboxPrefix(u.Name),
+		}, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(dir, u.Name+".json")
+		if err := atomicfile.Write(path, append(data, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+		paths[u.Name] = path
+	}
+	return paths, nil
+}
+
+// PrintConnect says where the bus is and how to connect to it as its users, by their contexts.
+func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
+	url, plan := b.URL, b.plan
+	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its development password and\n", url)
+	fmt.Fprintf(w, "the inbox prefix its grant names) in %s; connect as one, for example:\n\n", filepath.Dir(contexts[compiler.ControllerUser]))
+	shown := 0
+	for _, u := range plan.Users {
+		if u.Kind == compiler.KindController || (u.Kind == compiler.KindModule && shown < 3) || u.Kind == compiler.KindPerson && shown < 4 {
+			fmt.Fprintf(w, "  nats --context %s ...\n", contexts[u.Name])
+			shown++
+		}
+	}
+	fmt.Fprintf(w, "  meshc plan --context %s\n\n", contexts[compiler.ControllerUser])
+}

@@ -1,0 +1,67 @@
+package up
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+)
+
+// developmentCredentials returns a development password and hash for every user of the plan,
+// minting those it does not have yet into STATE/dev-credentials.yaml. The hash is kept beside the
+// password so accounts.conf stays byte-stable across runs (bcrypt salts are random).
+func developmentCredentials(stateDir string, plan *compiler.Plan) (map[string]devCredential, error) {
+	path := filepath.Join(stateDir, "dev-credentials.yaml")
+	creds := map[string]devCredential{}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := yaml.Unmarshal(data, &creds); err != nil {
+			return nil, fmt.Errorf("%s is not readable (%v); delete it and run meshc up again", path, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	minted := false
+	for _, u := range plan.Users {
+		if _, ok := creds[u.Name]; ok {
+			continue
+		}
+		pw, hash, err := catalogue.MintPassword()
+		if err != nil {
+			return nil, err
+		}
+		creds[u.Name] = devCredential{Password: pw, Hash: hash}
+		minted = true
+	}
+	if minted {
+		data, err := yaml.Marshal(creds)
+		if err != nil {
+			return nil, err
+		}
+		header := []byte("# Development passwords for `meshc up`: plaintext, for this machine only. Never commit.\n")
+		if err := atomicfile.Write(path, append(header, data...), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return creds, nil
+}
+
+type devCredential struct {
+	Password string `yaml:"password"`
+	Hash     string `yaml:"hash"`
+}
+
+// hashes are the development credentials' hashes, by user.
+func hashes(dev map[string]devCredential) map[string]string {
+	out := make(map[string]string, len(dev))
+	for user, c := range dev {
+		out[user] = c.Hash
+	}
+	return out
+}

@@ -1,0 +1,222 @@
+// Package up runs a catalogue's bus on this machine: an embedded nats-server with JetStream on
+// 127.0.0.1, configured from a state directory holding development credentials, the accounts
+// file meshc composes and the server's own half that includes it, with the plan applied as
+// mesh-controller. `meshc up`, the permission proof, the benchmarks and the command's tests all
+// start a bus through Start, so what the proof proves is what `up` runs.
+package up
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/change"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/natsserver"
+)
+
+// Options say where and how the bus runs.
+type Options struct {
+	// State is the state directory: the JetStream store, the server's configuration, the
+	// accounts file and the development credentials. Required.
+	State string
+	// Port is the client port; 0 takes a free one.
+	Port int
+	// ServerConf is added to the server's own configuration: a test's feature flags, a
+	// JetStream domain.
+	ServerConf string
+	// Ready bounds the server's start. Default 10 s.
+	Ready time.Duration
+}
+
+// Bus is a running local bus.
+type Bus struct {
+	Server *server.Server
+	// URL is where clients connect.
+	URL   string
+	State string
+	plan  *compiler.Plan
+	dev   map[string]devCredential
+}
+
+// Start runs plan on a new embedded server: it mints a development password for every user that
+// has none in the state directory, composes the accounts file with their hashes, writes the
+// server's own configuration including it, starts the server, and applies the plan as
+// mesh-controller with the grants the catalogue gives it. It returns the bus and what the apply
+// changed. Ending ctx (Ctrl-C) stops it at any step.
+func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change.Changes, error) {
+	if opts.Ready <= 0 {
+		opts.Ready = 10 * time.Second
+	}
+	b := &Bus{State: opts.State, plan: plan}
+	var err error
+	if b.dev, err = Interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(opts.State, plan) }); err != nil {
+		return nil, change.Changes{}, err
+	}
+	if err := CheckCanStart(opts.State, opts.Port); err != nil {
+		return nil, change.Changes{}, err
+	}
+	if _, err := b.deliverAccounts(ctx, nil); err != nil {
+		return nil, change.Changes{}, err
+	}
+	confPath, err := WriteServerConf(opts.State, opts.Port, opts.ServerConf)
+	if err != nil {
+		return nil, change.Changes{}, err
+	}
+	if b.Server, err = natsserver.FromConfig(ctx, confPath, false, opts.Ready); err != nil {
+		return nil, change.Changes{}, err
+	}
+	b.URL = b.Server.ClientURL()
+	changes, err := Interruptible(ctx, func() (change.Changes, error) { return b.Apply(ctx) })
+	if err != nil {
+		b.Stop()
+		return nil, change.Changes{}, err
+	}
+	return b, changes, nil
+}
+
+// Stop shuts the server down and waits until it has.
+func (b *Bus) Stop() {
+	b.Server.Shutdown()
+	b.Server.WaitForShutdown()
+}
+
+// Plan is the plan the bus runs.
+func (b *Bus) Plan() *compiler.Plan { return b.plan }
+
+// Password is a user's development password.
+func (b *Bus) Password(user string) string { return b.dev[user].Password }
+
+// Connect connects as a bus user with its development password and the inbox prefix its grant
+// names, as every mesh client does.
+func (b *Bus) Connect(user string, opts ...nats.Option) (*nats.Conn, error) {
+	return apply.Dial(b.URL, append([]nats.Option{
+		nats.UserInfo(user, b.Password(user)),
+		nats.CustomInboxPrefix(compiler.InboxPrefix(user)),
+	}, opts...)...)
+}
+
+// Controller is how mesh-controller reaches the bus: its password, and the inbox prefix its
+// grant names.
+func (b *Bus) Controller() apply.Endpoint {
+	return apply.Endpoint{
+		URL: b.URL, User: compiler.ControllerUser,
+		Options: []nats.Option{
+			nats.Name("meshc up"),
+			nats.UserInfo(compiler.ControllerUser, b.Password(compiler.ControllerUser)),
+			nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
+		},
+	}
+}
+
+// Apply reads the bus as mesh-controller, with the permissions the catalogue gives it and nothing
+// more, and asserts the plan; it returns what it found to change.
+func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
+	bus, err := apply.Connect(b.Controller())
+	if err != nil {
+		return change.Changes{}, err
+	}
+	defer bus.Close()
+	ctx, cancel := bus.Watch(ctx)
+	defer cancel()
+	if err := bus.CheckJetStream(ctx, 10*time.Second); err != nil {
+		return change.Changes{}, err
+	}
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+	if err != nil {
+		return change.Changes{}, err
+	}
+	changes := change.Diff(live, b.plan, change.DiffOptions{})
+	if changes.Empty() {
+		return changes, nil
+	}
+	js, err := bus.JetStream()
+	if err != nil {
+		return changes, err
+	}
+	if _, err := apply.Apply(ctx, js, changes, apply.Options{}); err != nil {
+		return changes, err
+	}
+	return changes, nil
+}
+
+// Update runs a new plan on the running bus: development credentials for the users it adds, the
+// accounts file recomposed and delivered to the server in place (existing connections stay), and
+// the plan applied. It returns how many times the server reloaded (two when the plan added
+// accounts) and what the apply changed.
+func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Changes, error) {
+	dev, err := developmentCredentials(b.State, plan)
+	if err != nil {
+		return 0, change.Changes{}, err
+	}
+	b.plan, b.dev = plan, dev
+	delivered, err := b.deliverAccounts(ctx, inProcess{b.Server})
+	if err != nil {
+		return 0, change.Changes{}, fmt.Errorf("reloading the accounts: %w", err)
+	}
+	changes, err := b.Apply(ctx)
+	return delivered.Reloads, changes, err
+}
+
+// deliverAccounts composes the accounts file with the development hashes and delivers it to
+// STATE/accounts.conf, and to the server when there is one.
+func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply.Delivered, error) {
+	local := *b.plan
+	local.Users = slices.Clone(b.plan.Users)
+	for i := range local.Users {
+		local.Users[i].Hash = b.dev[local.Users[i].Name].Hash
+		// A local bus runs on development passwords whatever auth the mesh uses: the nkey
+		// seeds are their holders', and never on this machine.
+		local.Users[i].NKey = ""
+	}
+	data, err := emit.Accounts(&local, emit.AccountsOptions{})
+	if err != nil {
+		return apply.Delivered{}, err
+	}
+	d, err := apply.PrepareAccounts(ctx, data, filepath.Join(b.State, accountsFile), server)
+	if err != nil {
+		return apply.Delivered{}, err
+	}
+	return d.Deliver(ctx)
+}
+
+// accountsFile is where up keeps the accounts it composes, beside the server's configuration
+// that includes it.
+const accountsFile = "accounts.conf"
+
+// inProcess is the embedded server as a Reloader: it loads its configuration file again when
+// asked, and says when it last did.
+type inProcess struct{ srv *server.Server }
+
+func (s inProcess) Loaded(context.Context) (time.Time, error) { return s.srv.ConfigTime(), nil }
+
+func (s inProcess) Reload(context.Context, time.Time) error { return s.srv.Reload() }
+
+// WriteServerConf writes the server's own half, STATE/server.conf: the listener, the JetStream
+// store, anything extra (a test's feature flags, a JetStream domain), and the accounts by a
+// relative include (an absolute include path is resolved relative to this file's directory:
+// docs/nats.md, "Includes and variables"). Port 0 is a free one.
+func WriteServerConf(stateDir string, port int, extra string) (string, error) {
+	store, err := filepath.Abs(filepath.Join(stateDir, "jetstream"))
+	if err != nil {
+		return "", err
+	}
+	if port == 0 {
+		port = -1
+	}
+	if extra != "" && !strings.HasSuffix(extra, "\n") {
+		extra += "\n"
+	}
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, accountsFile)
+	path := filepath.Join(stateDir, "server.conf")
+	return path, atomicfile.Write(path, []byte(conf), 0o600)
+}
