@@ -66,7 +66,7 @@ func render(b *testing.B, plan *compiler.Plan) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(r.Accounts) == 0 || len(r.Plan) == 0 || len(r.Review) == 0 {
+	if len(r.Accounts) == 0 || len(r.Plan) == 0 || len(r.Permissions) == 0 {
 		b.Fatal("an empty golden file")
 	}
 }

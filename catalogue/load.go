@@ -28,6 +28,8 @@ const (
 	ModulesDir      = "modules"
 	InventoryFile   = "inventory.yaml"
 	CredentialsFile = "credentials.yaml"
+	// GoldenDir holds the golden files meshc emit writes (their names are emit's).
+	GoldenDir = "golden"
 )
 
 // NotACatalogue is the error Load returns when DIR cannot be read as a catalogue at all: it has

@@ -18,12 +18,6 @@ import (
 // account's imports without a per-user check, so the imports must be the grants, no more: one
 // account per module instance, never one shared by a module's instances (§12).
 
-// AccountName is the account a user other than the controller lives in when the mesh gives each
-// principal its own: the username itself, so a tool server reading the caller's account in the
-// Nats-Request-Info header reads the caller. A derived username holds letters, digits, '-' and
-// '.' only, and a mesh's name holds no '.', so no derived account can take the mesh's name.
-func AccountName(user string) string { return user }
-
 // Account is one account of an isolated mesh: its users, what it offers other accounts and what
 // it takes from them.
 type Account struct {

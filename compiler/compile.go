@@ -29,9 +29,6 @@ func withRelated(f catalogue.Finding, related []catalogue.Related) catalogue.Fin
 	return f
 }
 
-// ControllerUser is the control plane's username: always present, always first.
-const ControllerUser = "mesh-controller"
-
 // NodeAckWait is how long a machine has to apply a declaration and report before it is
 // redelivered: minutes on a machine pulling images, and the stream holds one message per machine,
 // so there is nothing to dead-letter, only one message to redeliver while that machine is away.
@@ -68,10 +65,9 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.roomForConsumers()
 	c.plan.Mark()
 
-	slices.SortFunc(c.plan.Streams, func(a, b Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
-	slices.SortFunc(c.plan.Consumers, func(a, b Consumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(a.Config.Durable, b.Config.Durable))
-	})
+	// Sorted and checked once, here: emit and apply trust a checked plan. What fails the check
+	// has a finding of its own (user-duplicate, name, stream-overlap), so the error adds nothing.
+	_ = c.plan.Check()
 	return c.plan, c.findings.Sorted()
 }
 
@@ -180,12 +176,6 @@ func (c *compilation) follows() []string {
 	return Minimise(out)
 }
 
-// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames of SPEC §2.
-func NodeUser(node string) string               { return "node." + node }
-func ModuleUserName(node, module string) string { return "mod." + node + "." + module }
-func EnrolmentUser(node string) string          { return "enrol." + node }
-func PersonUserName(person string) string       { return "person." + person }
-
 // machines derives, per machine in name order, its host agent's user and one user per module it
 // runs; then an enrolment user per machine holding a live token.
 func (c *compilation) machines() {
@@ -240,7 +230,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	user := ModuleUserName(node, name)
 	var pub, sub, responses granted
 	for _, e := range m.Emits {
-		pub.add(e.Pos, "emits "+e.Value, ModuleEvent(name, e.Value))
+		pub.addOf(name, e.Pos, "emits "+e.Value, ModuleEvent(name, e.Value))
 	}
 	for _, claim := range m.Claims {
 		seat := c.ix.Seat(claim.Value)
@@ -264,7 +254,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	}
 	for _, call := range m.Calls {
 		module, tool := Call(call.Value)
-		pub.add(call.Pos, "calls "+call.Value, Tool(module, tool))
+		pub.addOf(module, call.Pos, "calls "+call.Value, Tool(module, tool))
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
@@ -272,8 +262,8 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	}
 	sub.add(source, "its own inbox", Inbox(user))
 	for _, t := range m.Tools {
-		sub.add(t.Pos, "serves tool "+t.Value, Tool(name, t.Value))
-		responses.add(t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
+		sub.addOf(name, t.Pos, "serves tool "+t.Value, Tool(name, t.Value))
+		responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
 	}
 	c.addUser(User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
@@ -298,11 +288,11 @@ func (c *compilation) people() {
 		var pub, sub granted
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub.add(t.Pos, "may-call every tool", Tool("*", "*"))
+				pub.addOf("*", t.Pos, "may-call every tool", Tool("*", "*"))
 				continue
 			}
 			module, tool := Call(t.Value)
-			pub.add(t.Pos, "may-call "+t.Value, Tool(module, tool))
+			pub.addOf(module, t.Pos, "may-call "+t.Value, Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
 		sub.add(p.Name.Pos, "its own inbox", Inbox(user))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -406,7 +407,7 @@ func TestSubjectAlgebra(t *testing.T) {
 		}
 		if c.overlaps {
 			w := Witness(c.a, c.b)
-			if !Match(c.a, w) || !Match(c.b, w) {
+			if !Covers(c.a, w) || !Covers(c.b, w) {
 				t.Errorf("Witness(%q, %q) = %q matches not both", c.a, c.b, w)
 			}
 		}
@@ -416,13 +417,20 @@ func TestSubjectAlgebra(t *testing.T) {
 	}
 }
 
-// coversSubject is Covers without splitting the narrow side: the two must agree everywhere.
-func TestCoversSubjectAgreesWithCovers(t *testing.T) {
-	subjects := []string{"a", "a.b", "a.b.c", "a.*", "a.>", "*", ">", "*.b", "a.*.c", "a.b.>", "x.y", "$JS.ACK.*.*.EVENTS.n_m.*.*.*.*.>", "$JS.ACK.EVENTS.n_m.*.*.*.*.*", "$JS.ACK.a.b.EVENTS.n_m.1.2"}
+// Covers and Overlaps agree with the server's own subject algebra (sublist.go's
+// SubjectMatchesFilter and SubjectsCollide) on every pair of a set of patterns, ack subjects of
+// both forms among them: what meshc decides a grant admits is what the server decides.
+func TestTheSubjectMatcherIsTheServers(t *testing.T) {
+	subjects := []string{"a", "a.b", "a.b.c", "a.*", "a.>", "*", ">", "*.b", "a.*.c", "a.b.>", "x.y", "*.*", "*.>",
+		"$JS.ACK.*.*.EVENTS.n_m.*.*.*.*.>", "$JS.ACK.EVENTS.n_m.*.*.*.*.*", "$JS.ACK.a.b.EVENTS.n_m.1.2",
+		"$JS.ACK.EVENTS.x_y.EVENTS.n_m.1.1.1", "$JS.ACK.*.*.EVENTS.n_m.>", "mesh.mod.*.tool.*", "mesh.mod.m.tool.t"}
 	for _, w := range subjects {
 		for _, n := range subjects {
-			if got, want := coversSubject(strings.Split(w, "."), n), Covers(w, n); got != want {
-				t.Errorf("coversSubject(%q, %q) = %v, Covers = %v", w, n, got, want)
+			if got, want := Covers(w, n), server.SubjectMatchesFilter(n, w); got != want {
+				t.Errorf("Covers(%q, %q) = %v, the server says %v", w, n, got, want)
+			}
+			if got, want := Overlaps(w, n), server.SubjectsCollide(w, n); got != want {
+				t.Errorf("Overlaps(%q, %q) = %v, the server says %v", w, n, got, want)
 			}
 		}
 	}

@@ -17,6 +17,10 @@ type Grant struct {
 	Source catalogue.Pos `json:"source"`
 	// Because says in words what the declaration is ("emits built", "calls catalog.lookup").
 	Because string `json:"because"`
+	// Module is the module whose subject this is (its event, its tool), "*" for every module's,
+	// "" for a subject in no module's namespace: recorded as derived, so nothing parses a
+	// subject back apart to find out whose it is.
+	Module string `json:"-"`
 }
 
 // Grants are a user's grants one by one, as declared: a subject two declarations grant appears
@@ -33,8 +37,13 @@ type Grants struct {
 type granted []Grant
 
 func (g *granted) add(source catalogue.Pos, because string, subjects ...string) {
+	g.addOf("", source, because, subjects...)
+}
+
+// addOf adds grants of subjects in one module's namespace.
+func (g *granted) addOf(module string, source catalogue.Pos, because string, subjects ...string) {
 	for _, s := range subjects {
-		*g = append(*g, Grant{Subject: s, Source: source, Because: because})
+		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Module: module})
 	}
 }
 

@@ -1,106 +1,10 @@
 package compiler
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
 )
-
-// Covers reports whether every subject the narrow pattern matches is also matched by the wide
-// one (NATS wildcards: `*` one token, a final `>` one or more).
-func Covers(wide, narrow string) bool {
-	return coversTokens(strings.Split(wide, "."), strings.Split(narrow, "."))
-}
-
-func coversTokens(w, n []string) bool {
-	for i, wt := range w {
-		switch {
-		case wt == ">":
-			return i < len(n)
-		case i >= len(n), n[i] == ">":
-			return false
-		case wt == "*", wt == n[i]:
-			continue
-		default:
-			return false
-		}
-	}
-	return len(w) == len(n)
-}
-
-// Overlaps reports whether some subject matches both patterns.
-func Overlaps(a, b string) bool {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; ; i++ {
-		switch {
-		case i < len(at) && at[i] == ">":
-			return i < len(bt)
-		case i < len(bt) && bt[i] == ">":
-			return i < len(at)
-		case i >= len(at) || i >= len(bt):
-			return len(at) == len(bt)
-		case at[i] != "*" && bt[i] != "*" && at[i] != bt[i]:
-			return false
-		}
-	}
-}
-
-// Minimise sorts a list of subjects, drops duplicates, and drops every subject a wider one in
-// the list covers: the server refuses a consumer whose filters overlap, and a permission that
-// lists both `a.>` and `a.b` says one thing twice, the wider way winning.
-func Minimise(subjects []string) []string {
-	out := slices.Clone(subjects)
-	slices.Sort(out)
-	out = slices.Compact(out)
-	// Only a pattern with a wildcard covers a subject other than itself, and duplicates are gone:
-	// comparing each subject with the wildcards alone, split once, keeps a machine's user of
-	// thousands of literal grants linear rather than quadratic (BENCHMARKS.md).
-	type pattern struct {
-		subject string
-		tokens  []string
-	}
-	var wild []pattern
-	for _, s := range out {
-		if strings.ContainsAny(s, "*>") {
-			wild = append(wild, pattern{s, strings.Split(s, ".")})
-		}
-	}
-	if len(wild) == 0 {
-		return out
-	}
-	kept := out[:0]
-	for _, s := range out {
-		if !slices.ContainsFunc(wild, func(w pattern) bool { return w.subject != s && coversSubject(w.tokens, s) }) {
-			kept = append(kept, s)
-		}
-	}
-	return kept
-}
-
-// coversSubject is coversTokens with the narrow side read token by token in place: Minimise
-// runs it for every grant of every user, and splitting each grant was most of its allocation.
-func coversSubject(w []string, narrow string) bool {
-	rest, more := narrow, true
-	for _, wt := range w {
-		if !more {
-			return false
-		}
-		var nt string
-		nt, rest, more = strings.Cut(rest, ".")
-		switch {
-		case wt == ">":
-			return true
-		case nt == ">":
-			return false
-		case wt == "*", wt == nt:
-			continue
-		default:
-			return false
-		}
-	}
-	return !more
-}
 
 // subjectTrie indexes stream subjects by token, so finding every pattern that overlaps a given
 // one costs the depth of the trie and the branches its wildcards open — not a comparison with
@@ -216,37 +120,4 @@ func streamOverlaps(streams []Stream) catalogue.Findings {
 		}
 	}
 	return findings
-}
-
-// Witness returns one concrete subject that two overlapping patterns both match.
-func Witness(a, b string) string {
-	at, bt := strings.Split(a, "."), strings.Split(b, ".")
-	var out []string
-	pick := func(x, y string) string {
-		if x != "*" && x != ">" {
-			return x
-		}
-		if y != "*" && y != ">" {
-			return y
-		}
-		return "x"
-	}
-	for i := 0; i < len(at) || i < len(bt); i++ {
-		switch {
-		case i < len(at) && at[i] == ">":
-			for _, t := range bt[i:] {
-				out = append(out, pick(t, "x"))
-			}
-			return strings.Join(out, ".")
-		case i < len(bt) && bt[i] == ">":
-			for _, t := range at[i:] {
-				out = append(out, pick(t, "x"))
-			}
-			return strings.Join(out, ".")
-		case i >= len(at) || i >= len(bt):
-			return strings.Join(out, ".")
-		}
-		out = append(out, pick(at[i], bt[i]))
-	}
-	return strings.Join(out, ".")
 }

@@ -28,6 +28,9 @@ type Plan struct {
 	Accounts []Account
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
+
+	// checked is set by Check when the plan passes it.
+	checked bool
 }
 
 // User returns the plan's user of that name, or nil.

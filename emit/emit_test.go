@@ -104,7 +104,7 @@ func TestGolden(t *testing.T) {
 	renderings := map[string]func(*compiler.Plan) ([]byte, error){
 		"accounts.conf.golden":  func(p *compiler.Plan) ([]byte, error) { return Accounts(p, AccountsOptions{}) },
 		"plan.json.golden":      PlanJSON,
-		"permissions.md.golden": func(p *compiler.Plan) ([]byte, error) { return Review(p), nil },
+		"permissions.md.golden": func(p *compiler.Plan) ([]byte, error) { return Permissions(p), nil },
 	}
 	for name, render := range renderings {
 		t.Run(name, func(t *testing.T) {
@@ -330,7 +330,7 @@ func TestReviewCellsStayInTheirColumns(t *testing.T) {
 	p := testPlan()
 	p.Users[2].Name = "mod.a|b`c\nd"
 	p.Users[2].Subscribe.Allow = append(p.Users[2].Subscribe.Allow, "x|y")
-	out := string(Review(p))
+	out := string(Permissions(p))
 	rows := 0
 	for _, line := range strings.Split(out, "\n") {
 		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| user ") {
@@ -358,8 +358,8 @@ func TestRenderIsTheThreeRenderings(t *testing.T) {
 	}
 	accounts, _ := Accounts(p, AccountsOptions{})
 	plan, _ := PlanJSON(p)
-	if !bytes.Equal(r.Accounts, accounts) || !bytes.Equal(r.Plan, plan) || !bytes.Equal(r.Review, Review(p)) {
-		t.Fatal("Render differs from Accounts, PlanJSON and Review")
+	if !bytes.Equal(r.Accounts, accounts) || !bytes.Equal(r.Plan, plan) || !bytes.Equal(r.Permissions, Permissions(p)) {
+		t.Fatal("Render differs from Accounts, PlanJSON and Permissions")
 	}
 	p.Users[0].Hash = ""
 	if _, err := Render(p, AccountsOptions{}); err == nil {

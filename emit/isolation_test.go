@@ -43,7 +43,7 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 			len(opts.Accounts), len(plan.Accounts), len(plan.Users))
 	}
 	golden(t, "isolated-accounts.conf.golden", out)
-	golden(t, "isolated-permissions.md.golden", Review(plan))
+	golden(t, "isolated-permissions.md.golden", Permissions(plan))
 	s := natstest.Start(t, opts)
 	for _, a := range plan.Accounts {
 		acc, err := s.LookupAccount(a.Name)

@@ -6,11 +6,18 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
+// The golden files, by their names in the catalogue's golden directory.
+const (
+	AccountsFile    = "accounts.conf"
+	PlanFile        = "plan.json"
+	PermissionsFile = "permissions.md"
+)
+
 // Rendered is every golden file of one plan.
 type Rendered struct {
-	Accounts []byte // golden/accounts.conf
-	Plan     []byte // golden/plan.json
-	Review   []byte // golden/permissions.md
+	Accounts    []byte // AccountsFile
+	Plan        []byte // PlanFile
+	Permissions []byte // PermissionsFile
 }
 
 // Render renders the three golden files of a plan at once: each only reads the plan, and on a
@@ -21,7 +28,7 @@ func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Accounts, accountsErr = Accounts(p, opts) })
 	wg.Go(func() { r.Plan, planErr = PlanJSON(p) })
-	r.Review = Review(p)
+	r.Permissions = Permissions(p)
 	wg.Wait()
 	if accountsErr != nil {
 		return Rendered{}, accountsErr

@@ -54,7 +54,7 @@ func (s *subjectSet) matches(filter string) bool {
 	if strings.Contains(filter, "*") {
 		hit, ok := s.starred[filter]
 		if !ok {
-			hit = slices.ContainsFunc(s.all, func(sub string) bool { return compiler.Match(filter, sub) })
+			hit = slices.ContainsFunc(s.all, func(sub string) bool { return compiler.Covers(filter, sub) })
 			s.starred[filter] = hit
 		}
 		return hit
@@ -100,7 +100,7 @@ func (f *filterSet) matches(subject string) bool {
 			return true
 		}
 	}
-	return slices.ContainsFunc(f.starred, func(filter string) bool { return compiler.Match(filter, subject) })
+	return slices.ContainsFunc(f.starred, func(filter string) bool { return compiler.Covers(filter, subject) })
 }
 
 // checkAgreement compares, over the whole catalogue whether it runs or not, the derived subject

@@ -182,16 +182,12 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	if err != nil {
 		return apply.Delivered{}, err
 	}
-	d, err := apply.PrepareAccounts(ctx, data, filepath.Join(b.State, accountsFile), server)
+	d, err := apply.PrepareAccounts(ctx, data, filepath.Join(b.State, emit.AccountsFile), server)
 	if err != nil {
 		return apply.Delivered{}, err
 	}
 	return d.Deliver(ctx)
 }
-
-// accountsFile is where up keeps the accounts it composes, beside the server's configuration
-// that includes it.
-const accountsFile = "accounts.conf"
 
 // inProcess is the embedded server as a Reloader: it loads its configuration file again when
 // asked, and says when it last did.
@@ -216,7 +212,7 @@ func WriteServerConf(stateDir string, port int, extra string) (string, error) {
 	if extra != "" && !strings.HasSuffix(extra, "\n") {
 		extra += "\n"
 	}
-	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, accountsFile)
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, emit.AccountsFile)
 	path := filepath.Join(stateDir, "server.conf")
 	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -75,7 +76,7 @@ func catalogueDigest(dir string) string {
 		if err != nil {
 			return nil
 		}
-		if d.IsDir() && (d.Name() == ".meshc" || d.Name() == "golden" || d.Name() == ".git") {
+		if d.IsDir() && (d.Name() == ".meshc" || d.Name() == catalogue.GoldenDir || d.Name() == ".git") {
 			return filepath.SkipDir
 		}
 		if info, err := d.Info(); err == nil && !d.IsDir() {

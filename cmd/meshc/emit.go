@@ -56,7 +56,7 @@ func runEmit(args []string, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if *out == "" {
-		*out = filepath.Join(dir, "golden")
+		*out = filepath.Join(dir, catalogue.GoldenDir)
 	}
 
 	plan, code := compileCatalogue("emit", dir, stderr)
@@ -144,8 +144,8 @@ func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, erro
 		return nil, err
 	}
 	return []golden.File{
-		{Name: "accounts.conf", Data: r.Accounts},
-		{Name: "plan.json", Data: r.Plan},
-		{Name: "permissions.md", Data: r.Review},
+		{Name: emit.AccountsFile, Data: r.Accounts},
+		{Name: emit.PlanFile, Data: r.Plan},
+		{Name: emit.PermissionsFile, Data: r.Permissions},
 	}, nil
 }

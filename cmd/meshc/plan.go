@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
@@ -115,9 +116,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		live = state
 	} else {
 		if *goldenDir == "" {
-			*goldenDir = filepath.Join(dir, "golden")
+			*goldenDir = filepath.Join(dir, catalogue.GoldenDir)
 		}
-		committed := filepath.Join(*goldenDir, "plan.json")
+		committed := filepath.Join(*goldenDir, emit.PlanFile)
 		fmt.Fprintf(stderr, "meshc plan: comparing with %s, the committed plan (--server, --context, NATS_URL or NATS_CONTEXT compares with a live bus)\n", committed)
 		if live, err = goldenState(committed); err != nil {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)

@@ -198,7 +198,7 @@ func incoherence(c *catalogue.Catalogue) []string {
 	consumed := func(who, written string) {
 		sub := compiler.Consume(ix, written).Subjects
 		for _, s := range sub {
-			if !slices.ContainsFunc(subjects, func(e string) bool { return compiler.Match(s, e) }) {
+			if !slices.ContainsFunc(subjects, func(e string) bool { return compiler.Covers(s, e) }) {
 				out = append(out, fmt.Sprintf("%s consumes %s, which nothing publishes", who, written))
 			}
 		}
@@ -255,7 +255,7 @@ func incoherence(c *catalogue.Catalogue) []string {
 		}
 	}
 	for _, subject := range subjects {
-		if !slices.ContainsFunc(filters, func(f string) bool { return compiler.Match(f, subject) }) {
+		if !slices.ContainsFunc(filters, func(f string) bool { return compiler.Covers(f, subject) }) {
 			out = append(out, fmt.Sprintf("%s emits %s, heard by nobody but the audit logger", emitted[subject], subject))
 		}
 	}

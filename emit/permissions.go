@@ -13,10 +13,10 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
-// Review renders golden/permissions.md: who may publish and subscribe what, one row per user and
+// Permissions renders golden/permissions.md: who may publish and subscribe what, one row per user and
 // subject (so a changed manifest changes the rows it changed and no others), then the streams and
 // consumers. It is for reading a diff, not for loading: accounts.conf and plan.json are the truth.
-func Review(p *compiler.Plan) []byte {
+func Permissions(p *compiler.Plan) []byte {
 	var b bytes.Buffer
 	// One row per grant, about 100 bytes each: growing once saves copying tens of megabytes at
 	// 10,000 modules (BENCHMARKS.md).
@@ -171,7 +171,7 @@ func cell(s string) string {
 	return cellEscaper.Replace(s)
 }
 
-// cellEscaper is built once: a Replacer builds its tables on first use, and Review calls cell
+// cellEscaper is built once: a Replacer builds its tables on first use, and Permissions calls cell
 // for every user's rows.
 var cellEscaper = strings.NewReplacer("|", `\|`, "`", "'")
 

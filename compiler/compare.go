@@ -81,8 +81,9 @@ func grantDelta(base, head *User, added bool) (gained, lost []GrantChange) {
 		bs, hs := base.Allowed(a), head.Allowed(a)
 		for _, s := range hs {
 			if !coveredByAny(bs, s) {
-				gained = append(gained, GrantChange{Action: string(a), Subject: s, Because: exactFirst(head.Why(a, s), s),
-					Widening: widening(head, s, added)})
+				because := exactFirst(head.Why(a, s), s)
+				gained = append(gained, GrantChange{Action: string(a), Subject: s, Because: because,
+					Widening: widening(head, s, added, because)})
 			}
 		}
 		for _, s := range bs {
@@ -137,7 +138,7 @@ func boolInt(b bool) int {
 // wildcard across names, a new person, a subject in another module's namespace. A user's own
 // inbox and the ack subjects of one consumer are wildcards over that user's own replies, not
 // across the mesh, and are not called out.
-func widening(u *User, subject string, added bool) []string {
+func widening(u *User, subject string, added bool, because []Grant) []string {
 	var out []string
 	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
 	if added && u.Kind == KindPerson && !own {
@@ -146,20 +147,13 @@ func widening(u *User, subject string, added bool) []string {
 	if !own && slices.ContainsFunc(strings.Split(subject, "."), func(t string) bool { return t == "*" || t == ">" }) {
 		out = append(out, "a wildcard")
 	}
-	if m, ok := moduleOf(subject); ok && m != "*" && m != u.Module {
-		out = append(out, fmt.Sprintf("module %s's subject", m))
+	// The grant that is the subject itself says whose it is (exactFirst put it first).
+	if len(because) > 0 && because[0].Subject == subject {
+		if m := because[0].Module; m != "" && m != "*" && m != u.Module {
+			out = append(out, fmt.Sprintf("module %s's subject", m))
+		}
 	}
 	return out
-}
-
-// moduleOf is the module whose namespace a subject is in (mesh.mod.<module>.…).
-func moduleOf(subject string) (string, bool) {
-	rest, ok := strings.CutPrefix(subject, "mesh.mod.")
-	if !ok {
-		return "", false
-	}
-	m, _, _ := strings.Cut(rest, ".")
-	return m, true
 }
 
 // AccountChange is what a change does to one account of an isolated mesh: added, removed, or

@@ -6,10 +6,30 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
-// The subject space of SPEC §2. A manifest never holds a subject: every one is derived here, and
-// lint compares the same derivations, so the check and the bus cannot drift apart (the mesh once
-// had a subscription to `mesh.mod.mesh-build-machine.event.built` — a role's event derived into a
+// Every name the mesh derives is derived here: subjects, usernames, inbox prefixes, account,
+// stream and consumer names (docs/catalogue.md). A manifest never holds a subject, and lint
+// compares the same derivations, so the check and the bus cannot drift apart (the mesh once had a
+// subscription to `mesh.mod.mesh-build-machine.event.built` — a role's event derived into a
 // module's namespace — that every name-based check passed).
+
+// The bus users.
+
+// ControllerUser is the control plane's username: always present, always first.
+const ControllerUser = "mesh-controller"
+
+// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames of SPEC §2.
+func NodeUser(node string) string               { return "node." + node }
+func ModuleUserName(node, module string) string { return "mod." + node + "." + module }
+func EnrolmentUser(node string) string          { return "enrol." + node }
+func PersonUserName(person string) string       { return "person." + person }
+
+// AccountName is the account a user other than the controller lives in when the mesh gives each
+// principal its own: the username itself, so a tool server reading the caller's account in the
+// Nats-Request-Info header reads the caller. A derived username holds letters, digits, '-' and
+// '.' only, and a mesh's name holds no '.', so no derived account can take the mesh's name.
+func AccountName(user string) string { return user }
+
+// The subjects.
 
 // ModuleEvent is the subject a module's event is published on.
 func ModuleEvent(module, event string) string { return "mesh.mod." + module + ".event." + event }
@@ -204,22 +224,4 @@ func Emitted(ix *catalogue.Index) map[string]string {
 		}
 	}
 	return out
-}
-
-// Match reports whether a subject matches a filter with NATS wildcards (`*` one token, a final
-// `>` one or more).
-func Match(filter, subject string) bool {
-	for {
-		ft, frest, fmore := strings.Cut(filter, ".")
-		st, srest, smore := strings.Cut(subject, ".")
-		switch {
-		case ft == ">":
-			return true
-		case ft != "*" && ft != st:
-			return false
-		case !fmore || !smore:
-			return fmore == smore
-		}
-		filter, subject = frest, srest
-	}
 }
