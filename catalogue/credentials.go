@@ -101,7 +101,9 @@ func EditCredentials(dir string) (*CredentialsEdit, error) {
 		path = real
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
-	} else if _, lerr := os.Lstat(path); lerr == nil {
+	} else if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		// Only a link: a regular file found here was written by a concurrent mint between the
+		// two looks (seen under load), and is read under the lock below.
 		return nil, fmt.Errorf("%s is a symbolic link to a file that does not exist; fix the link or remove it", path)
 	}
 	lock, err := filelock.Acquire(filepath.Dir(path), false)

@@ -86,7 +86,8 @@ Exit status:
      cannot be written, or the server did not take the reload
 `
 
-func runApply(args []string, stdout, stderr io.Writer) int {
+func runApply(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), applyHelp) }
 	dryRun := fs.Bool("dry-run", false, "print the plan and touch nothing")
@@ -104,7 +105,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload, how long to wait for the server to reload")
 	var conn connectFlags
 	conn.register(fs)
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
@@ -129,7 +130,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 	var accounts *apply.AccountsDelivery
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait, stderr); accounts == nil {
+		if accounts, exit = prepareAccounts(inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
@@ -171,7 +172,7 @@ func runApply(args []string, stdout, stderr io.Writer) int {
 		defer lock.Release(context.Background())
 		ctx = lock.Context()
 	}
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
@@ -279,7 +280,8 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
 // the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
 // nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration, stderr io.Writer) (*apply.AccountsDelivery, int) {
+func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
+	stderr := inv.stderr
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
@@ -287,7 +289,7 @@ func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload
 	}
 	var server apply.Reloader
 	if reload != "" {
-		if server, err = apply.Signalled(reload, monitor, wait, isNATSServer); err != nil {
+		if server, err = apply.Signalled(reload, monitor, wait, inv.isNATSServer); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return nil, exitCantRun
 		}
@@ -299,10 +301,6 @@ func prepareAccounts(plan *compiler.Plan, path string, allowMissing bool, reload
 	}
 	return d, exitOK
 }
-
-// isNATSServer decides whether a pid is a nats-server meshc may signal: nil, apply's own check of
-// the process's name. A test sets it to accept its own process, which runs the server in-process.
-var isNATSServer func(pid int) error
 
 // deliverAccounts writes the file and has the server load it, saying what it did.
 func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {

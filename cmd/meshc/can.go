@@ -47,11 +47,12 @@ Exit status:
   2  meshc could not answer: a bad flag, DIR is not a catalogue or has errors
 `
 
-func runCan(args []string, stdout, stderr io.Writer) int {
+func runCan(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("can", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), canHelp) }
 	dir := fs.String("dir", ".", "the catalogue's `DIR`")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
@@ -94,11 +95,12 @@ func runCan(args []string, stdout, stderr io.Writer) int {
 	return exitFailed
 }
 
-func runWhoCan(args []string, stdout, stderr io.Writer) int {
+func runWhoCan(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("who-can", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), whoCanHelp) }
 	dir := fs.String("dir", ".", "the catalogue's `DIR`")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

@@ -23,10 +23,11 @@ The script is generated from the commands themselves, so it always matches this 
 
 var shells = []string{"bash", "zsh", "fish"}
 
-func runCompletion(args []string, stdout, stderr io.Writer) int {
+func runCompletion(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), completionHelp) }
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
@@ -63,12 +64,11 @@ func chooseShell(s string) (string, error) {
 
 // commandFlags asks every command for its flags, by name, sorted.
 func commandFlags() map[string][]string {
-	listingFlags = true
-	defer func() { listingFlags = false }()
+
 	out := map[string][]string{}
 	for name, cmd := range commands {
 		var b bytes.Buffer
-		cmd.run(nil, &b, io.Discard)
+		cmd.run(&invocation{stdout: &b, stderr: io.Discard, listFlags: true}, nil)
 		out[name] = strings.Fields(b.String())
 		slices.Sort(out[name])
 	}

@@ -1,17 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"os/user"
-	"strings"
-	"time"
-
-	"github.com/nats-io/jsm.go/natscontext"
-	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/compiler"
@@ -24,13 +16,7 @@ import (
 // package the CLI uses, so every field it honours (creds, nkey, user JWT and seed, token, TLS,
 // inbox_prefix, JetStream domain and API prefix, `~` and $VARIABLES in paths) means the same here.
 type connectFlags struct {
-	server, user, password, token, creds, nkey, jwt, seed string
-	tlsCert, tlsKey, tlsCA                                string
-	tlsFirst                                              bool
-	context                                               string
-	timeout                                               string
-	jsDomain, jsAPIPrefix                                 string
-	connectionName, inboxPrefix                           string
+	apply.Settings
 	// flags is where they were registered: the environment fills them through it.
 	flags *flag.FlagSet
 }
@@ -67,25 +53,25 @@ by environment: NATS_URL, NATS_USER=mesh-controller and NATS_PASSWORD are enough
 
 func (c *connectFlags) register(fs *flag.FlagSet) {
 	c.flags = fs
-	fs.StringVar(&c.server, "server", "", "NATS server `URL`s")
-	fs.StringVar(&c.server, "s", "", "NATS server `URL`s (short for --server)")
-	fs.StringVar(&c.user, "user", "", "username")
-	fs.StringVar(&c.password, "password", "", "password")
-	fs.StringVar(&c.token, "token", "", "authentication token")
-	fs.StringVar(&c.creds, "creds", "", "credentials `FILE`")
-	fs.StringVar(&c.nkey, "nkey", "", "nkey seed `FILE`")
-	fs.StringVar(&c.jwt, "jwt", "", "user `JWT`")
-	fs.StringVar(&c.seed, "seed", "", "the user JWT's `SEED`")
-	fs.StringVar(&c.tlsCert, "tlscert", "", "client certificate `FILE`")
-	fs.StringVar(&c.tlsKey, "tlskey", "", "client key `FILE`")
-	fs.StringVar(&c.tlsCA, "tlsca", "", "CA `FILE`")
-	fs.BoolVar(&c.tlsFirst, "tlsfirst", false, "TLS before the handshake")
-	fs.StringVar(&c.timeout, "timeout", "", "connect and request `DURATION`")
-	fs.StringVar(&c.jsDomain, "js-domain", "", "JetStream `DOMAIN`")
-	fs.StringVar(&c.jsAPIPrefix, "js-api-prefix", "", "JetStream API `PREFIX`")
-	fs.StringVar(&c.inboxPrefix, "inbox-prefix", "", "inbox `PREFIX`")
-	fs.StringVar(&c.connectionName, "connection-name", "", "connection `NAME`")
-	fs.StringVar(&c.context, "context", "", "NATS CLI context `NAME` or file")
+	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
+	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
+	fs.StringVar(&c.User, "user", "", "username")
+	fs.StringVar(&c.Password, "password", "", "password")
+	fs.StringVar(&c.Token, "token", "", "authentication token")
+	fs.StringVar(&c.Creds, "creds", "", "credentials `FILE`")
+	fs.StringVar(&c.NKey, "nkey", "", "nkey seed `FILE`")
+	fs.StringVar(&c.JWT, "jwt", "", "user `JWT`")
+	fs.StringVar(&c.Seed, "seed", "", "the user JWT's `SEED`")
+	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
+	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
+	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
+	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
+	fs.StringVar(&c.JSDomain, "js-domain", "", "JetStream `DOMAIN`")
+	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", "", "JetStream API `PREFIX`")
+	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "inbox `PREFIX`")
+	fs.StringVar(&c.ConnectionName, "connection-name", "", "connection `NAME`")
+	fs.StringVar(&c.Context, "context", "", "NATS CLI context `NAME` or file")
 }
 
 // fromEnvironment fills each setting no flag gave from its NATS_* variable, through the flag
@@ -104,156 +90,13 @@ func (c *connectFlags) fromEnvironment() {
 // else to compare with, does use it, as `nats` would.)
 func (c *connectFlags) explicit() bool {
 	c.fromEnvironment()
-	return c.server != "" || c.context != ""
+	return c.Server != "" || c.Context != ""
 }
 
-// connection is what resolving the settings gives: where, as whom, and everything else the
-// nats client needs, plus a sentence saying so.
-type connection struct {
-	endpoint apply.Endpoint
-	timeout  time.Duration
-	// requestTimeout bounds one request: --timeout when given, else 10 s, since a cluster's
-	// meta leader waits up to 4 s for stream leaders before it answers a list.
-	requestTimeout time.Duration
-	// source says where the settings came from, for the first line of output.
-	source string
-}
-
-// describe is the line plan and apply start with: which bus, as whom, from which settings.
-func (c connection) describe() string {
-	as := c.endpoint.User
-	if as == "" {
-		as = "the user its credentials name"
-	}
-	return fmt.Sprintf("the bus at %s as %s%s", apply.RedactURL(c.endpoint.URL), as, c.source)
-}
-
-// resolve merges the flags, the environment and the context, as the NATS CLI does. plan, when
-// given, names the catalogue's bus users: connecting as one of them, replies come to the inbox
-// prefix SPEC §2 grants it, _INBOX.<user>.
-func (c *connectFlags) resolve(command string, plan *compiler.Plan) (connection, error) {
+// resolve merges the flags, the environment and the context, as the NATS CLI does.
+func (c *connectFlags) resolve(command string, plan *compiler.Plan) (apply.Connection, error) {
 	c.fromEnvironment()
-	var none connection
-	timeout, requestTimeout := 5*time.Second, 10*time.Second
-	if c.timeout != "" {
-		d, err := time.ParseDuration(c.timeout)
-		if err != nil || d <= 0 {
-			return none, fmt.Errorf("--timeout (or NATS_TIMEOUT) %q is not a duration such as 10s or 1m", c.timeout)
-		}
-		timeout, requestTimeout = d, d
-	}
-	overrides := []natscontext.Option{
-		natscontext.WithServerURL(c.server),
-		natscontext.WithCreds(expandPath(c.creds)),
-		natscontext.WithNKey(expandPath(c.nkey)),
-		natscontext.WithUserJWT(c.jwt),
-		natscontext.WithUserSeed(c.seed),
-		natscontext.WithCertificate(expandPath(c.tlsCert)),
-		natscontext.WithKey(expandPath(c.tlsKey)),
-		natscontext.WithCA(expandPath(c.tlsCA)),
-		natscontext.WithJSDomain(c.jsDomain),
-		natscontext.WithJSAPIPrefix(c.jsAPIPrefix),
-		natscontext.WithInboxPrefix(c.inboxPrefix),
-		natscontext.WithUser(c.user),
-		natscontext.WithPassword(c.password),
-		natscontext.WithToken(c.token),
-	}
-	if c.tlsFirst {
-		overrides = append(overrides, natscontext.WithTLSHandshakeFirst())
-	}
-
-	var nctx *natscontext.Context
-	var err error
-	source := ""
-	switch name := c.context; {
-	case strings.HasSuffix(name, ".json") && fileExists(expandPath(name)):
-		// A context file by its path, as the CLI takes one: meshc up writes one per user.
-		nctx, err = natscontext.NewFromFile(expandPath(name), overrides...)
-		source = fmt.Sprintf(" (context file %s)", name)
-	case name != "":
-		if err := natscontext.ValidateName(name); err != nil {
-			return none, fmt.Errorf("context %q: %v; give a name as `nats context ls` lists it, or the path of a .json context file", name, err)
-		}
-		if !natscontext.IsKnown(name) {
-			path, _ := natscontext.ContextPath(name)
-			return none, fmt.Errorf("context %q not found (looked for %s); `nats context ls` lists them", name, path)
-		}
-		nctx, err = natscontext.New(name, true, overrides...)
-		source = fmt.Sprintf(" (context %s)", name)
-	default:
-		// The CLI's selected context, if any, as `nats` would use it.
-		nctx, err = natscontext.New("", true, overrides...)
-		if selected := natscontext.SelectedContext(); selected != "" {
-			source = fmt.Sprintf(" (the NATS CLI's selected context %s)", selected)
-		}
-	}
-	if err != nil {
-		return none, fmt.Errorf("reading the NATS context: %v", err)
-	}
-	if nctx.JSDomain() != "" && nctx.JSAPIPrefix() != "" {
-		return none, fmt.Errorf("both a JetStream domain (%s) and an API prefix (%s) are set; give one: a domain is the prefix $JS.%s.API", nctx.JSDomain(), nctx.JSAPIPrefix(), nctx.JSDomain())
-	}
-
-	name := c.connectionName
-	if name == "" {
-		name = "meshc " + command
-	}
-	// The context's own settings first; meshc's fill in what it does not say.
-	extra := []nats.Option{nats.Name(name), nats.Timeout(timeout)}
-	inbox := nctx.InboxPrefix()
-	if inbox == "" && plan != nil && nctx.User() != "" && plan.User(nctx.User()) != nil {
-		extra = append(extra, nats.CustomInboxPrefix(compiler.InboxPrefix(nctx.User())))
-	}
-	opts, err := nctx.NATSOptions(extra...)
-	if err != nil {
-		return none, fmt.Errorf("the connection settings: %v", err)
-	}
-	api := nctx.JSAPIPrefix()
-	if d := nctx.JSDomain(); d != "" {
-		api = "$JS." + d + ".API"
-	}
-	return connection{
-		endpoint:       apply.Endpoint{URL: nctx.ServerURL(), User: nctx.User(), Options: opts, APIPrefix: api},
-		timeout:        timeout,
-		requestTimeout: requestTimeout,
-		source:         source,
-	}, nil
-}
-
-// dial connects and asks JetStream once, so a refusal, a missing JetStream or a wrong domain is
-// said at once rather than after the first real request times out.
-func (c connection) dial() (*apply.Bus, error) {
-	bus, err := apply.Connect(c.endpoint)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout+5*time.Second)
-	defer cancel()
-	if err := bus.CheckJetStream(ctx, c.timeout); err != nil {
-		bus.Close()
-		return nil, err
-	}
-	return bus, nil
-}
-
-// expandPath expands ~ and $VARIABLES in a path given by flag or variable, as the context's own
-// paths are expanded.
-func expandPath(p string) string {
-	p = os.ExpandEnv(p)
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if u, err := user.Current(); err == nil && u.HomeDir != "" {
-			return u.HomeDir + p[1:]
-		}
-		if h, err := os.UserHomeDir(); err == nil {
-			return h + p[1:]
-		}
-	}
-	return p
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular()
+	return apply.Resolve(command, c.Settings, plan)
 }
 
 var errNoServer = errors.New("no server given: pass --server URL or --context NAME, or set NATS_URL or NATS_CONTEXT (meshc up runs a local bus)")

@@ -41,13 +41,14 @@ Exit status:
   2  meshc could not run: a bad flag, DIR is not a catalogue, a file cannot be written
 `
 
-func runEmit(args []string, stdout, stderr io.Writer) int {
+func runEmit(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), emitHelp) }
 	out := fs.String("o", "", "write the golden files into `OUT` (default DIR/golden)")
 	check := fs.Bool("check", false, "exit 1 with a diff when the golden files are stale; write nothing")
 	allowMissing := fs.Bool("allow-missing", false, "leave out users with no recorded hash")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

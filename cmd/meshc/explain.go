@@ -17,10 +17,11 @@ fires it beside the same catalogue fixed. 'meshc lint --list' names the rules; t
 in docs/rules.md.
 `
 
-func runExplain(args []string, stdout, stderr io.Writer) int {
+func runExplain(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), explainHelp) }
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

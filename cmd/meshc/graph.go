@@ -33,12 +33,13 @@ Exit status:
   2  meshc could not draw: a bad flag, an unknown module, DIR is not a catalogue
 `
 
-func runGraph(args []string, stdout, stderr io.Writer) int {
+func runGraph(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), graphHelp) }
 	format := fs.String("format", "mermaid", "`format`: mermaid or dot")
 	focus := fs.String("focus", "", "draw only `MODULE`'s neighbourhood")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

@@ -92,7 +92,6 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
 	s, monitor := serverWithAccounts(t, conf)
-	acceptOwnProcess(t)
 
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
 		t.Fatal(err)

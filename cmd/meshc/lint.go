@@ -44,14 +44,15 @@ Exit status:
   2  meshc could not lint: a bad flag, or DIR is not a catalogue (no mesh.yaml) or cannot be read
 `
 
-func runLint(args []string, stdout, stderr io.Writer) int {
+func runLint(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
 	formatName := fs.String("format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "))
 	list := fs.Bool("list", false, "print the rule table and exit")
 	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
 	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

@@ -34,7 +34,20 @@ type command struct {
 	summary string
 	// run runs the command with the arguments after its name. `-h` must print the command's
 	// help on stdout and return exitOK.
-	run func(args []string, stdout, stderr io.Writer) int
+	run func(inv *invocation, args []string) int
+}
+
+// An invocation is one run of meshc: where it writes, and what completion or a test asks of it.
+// Carried to every command rather than kept in globals, so two runs in one process (the tests')
+// never see each other's.
+type invocation struct {
+	stdout, stderr io.Writer
+	// listFlags makes parseArgs list the command's flags instead of parsing: completion's way to
+	// ask every command for its flags through the one place all of them parse.
+	listFlags bool
+	// isNATSServer decides whether apply --reload may signal a process; nil checks that it is a
+	// nats-server by its name. A test's server runs in the test's own process.
+	isNATSServer func(pid int) error
 }
 
 var commands = map[string]command{}
@@ -95,6 +108,12 @@ func usage(w io.Writer) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	return runWith(&invocation{stdout: stdout, stderr: stderr}, args)
+}
+
+// runWith runs meshc with the arguments after its name.
+func runWith(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	if len(args) == 0 {
 		usage(stderr)
 		return exitCantRun
@@ -102,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	name, rest := args[0], args[1:]
 	switch name {
 	case "--version", "-version", "-V":
-		return runVersion(rest, stdout, stderr)
+		return runVersion(inv, rest)
 	case "help", "-h", "-help", "--help":
 		if len(rest) == 0 || name != "help" {
 			usage(stdout)
@@ -117,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitCantRun
 	}
-	return cmd.run(rest, stdout, stderr)
+	return cmd.run(inv, rest)
 }
 
 func didYouMean(name string) string {
@@ -140,8 +159,9 @@ func didYouMean(name string) string {
 // prints help on stdout (exitOK); a bad flag is one line on stderr, with the flag it was
 // probably meant to be and where the help is (exitCantRun): the whole usage under it buried the
 // one line that mattered. Set fs.Usage to print the command's help on fs.Output().
-func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (positional []string, exit int, done bool) {
-	if listingFlags {
+func parseArgs(fs *flag.FlagSet, args []string, inv *invocation) (positional []string, exit int, done bool) {
+	stdout, stderr := inv.stdout, inv.stderr
+	if inv.listFlags {
 		// meshc completion asks every command for its flags through here, the one place all of
 		// them parse, so a flag added to a command completes without another list to keep.
 		fs.VisitAll(func(f *flag.Flag) {
@@ -177,10 +197,6 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (posit
 		args = rest[1:]
 	}
 }
-
-// listingFlags makes parseArgs list a command's flags instead of parsing: meshc completion's
-// way to ask.
-var listingFlags bool
 
 // flagError says what was wrong with a flag in meshc's words: an unknown one with the flag it
 // is closest to.

@@ -40,12 +40,13 @@ Exit status:
   2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
 `
 
-func runMint(args []string, stdout, stderr io.Writer) int {
+func runMint(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("mint", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), mintHelp) }
 	dir := fs.String("dir", ".", "the catalogue `DIR`")
 	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
-	users, exit, done := parseArgs(fs, args, stdout, stderr)
+	users, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

@@ -59,7 +59,8 @@ const againstHelp = `  --against REF    compare with the base: the catalogue at 
                    read with git from the catalogue's own repository (HEAD~1, origin/main),
                    or a directory holding the base catalogue`
 
-func runPlan(args []string, stdout, stderr io.Writer) int {
+func runPlan(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
@@ -68,7 +69,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
 	var conn connectFlags
 	conn.register(fs)
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
@@ -155,14 +156,14 @@ func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writ
 
 // connectLive resolves the connection settings, says which bus and as whom, connects and asks
 // JetStream once. The caller closes the connection.
-func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.Writer) (*apply.Bus, connection, int, bool) {
+func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.Writer) (*apply.Bus, apply.Connection, int, bool) {
 	c, err := conn.resolve(cmd, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
 		return nil, c, exitCantRun, false
 	}
-	fmt.Fprintf(stderr, "meshc %s: comparing with %s\n", cmd, c.describe())
-	bus, err := c.dial()
+	fmt.Fprintf(stderr, "meshc %s: comparing with %s\n", cmd, c.Describe())
+	bus, err := c.Dial()
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
 		return nil, c, exitCantRun, false
@@ -181,7 +182,7 @@ func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 	defer cancelTimeout()
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.requestTimeout, APIPrefix: bus.APIPrefix})
+	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		bus.Close()
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)

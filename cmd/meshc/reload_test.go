@@ -22,7 +22,7 @@ import (
 func meshc(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errs bytes.Buffer
-	code := run(args, &out, &errs)
+	code := runWith(&invocation{stdout: &out, stderr: &errs, isNATSServer: ownProcessOrNATSServer}, args)
 	return code, out.String(), errs.String()
 }
 
@@ -54,7 +54,6 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
 	s, monitor := serverWithAccounts(t, conf)
-	acceptOwnProcess(t)
 
 	var disconnects atomic.Int32
 	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
@@ -134,15 +133,11 @@ func serverWithAccounts(t *testing.T, dir string) (*server.Server, string) {
 	return s, "http://" + s.MonitorAddr().String()
 }
 
-// acceptOwnProcess lets --reload signal this test process, whose nats-server runs in-process;
-// any other process must still be a nats-server.
-func acceptOwnProcess(t *testing.T) {
-	t.Helper()
-	isNATSServer = func(pid int) error {
-		if pid == os.Getpid() {
-			return nil
-		}
-		return apply.IsNATSServer(pid)
+// ownProcessOrNATSServer lets --reload signal this test process, whose nats-server runs
+// in-process; any other process must still be a nats-server.
+func ownProcessOrNATSServer(pid int) error {
+	if pid == os.Getpid() {
+		return nil
 	}
-	t.Cleanup(func() { isNATSServer = nil })
+	return apply.IsNATSServer(pid)
 }

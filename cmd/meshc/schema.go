@@ -33,11 +33,12 @@ Flags:
 // schemaNames are the names `meshc schema` takes, in the order of catalogue.Schemas.
 var schemaNames = []string{"mesh", "module", "inventory"}
 
-func runSchema(args []string, stdout, stderr io.Writer) int {
+func runSchema(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), schemaHelp) }
 	out := fs.String("out", "", "write the schemas into `DIR`")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

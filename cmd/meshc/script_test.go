@@ -22,10 +22,33 @@ var update = flag.Bool("update", false, "rewrite the files scripts compare again
 
 // TestMain lets the test binary be meshc itself: a script's `exec meshc` runs run() in a fresh
 // process, with real arguments, real exit codes and real stdout and stderr.
+//
+// Tests are hermetic: a machine's own NATS settings (a NATS CLI context selected, NATS_URL set)
+// must not reach a test, as most NATS users' machines have both. So the whole test process runs
+// with a configuration home of its own and no NATS_* variable, and each script with its own.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(hermetic{m}, map[string]func(){
 		"meshc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 	})
+}
+
+// hermetic runs the tests (not a script's `exec meshc`, which keeps the environment its script
+// gives it) with a configuration home of their own and no NATS_* variable.
+type hermetic struct{ m *testing.M }
+
+func (h hermetic) Run() int {
+	config, err := os.MkdirTemp("", "meshc-test-config-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(config)
+	os.Setenv("XDG_CONFIG_HOME", config)
+	for _, e := range os.Environ() {
+		if name, _, _ := strings.Cut(e, "="); strings.HasPrefix(name, "NATS_") {
+			os.Unsetenv(name)
+		}
+	}
+	return h.m.Run()
 }
 
 // TestScripts runs testdata/script/*.txtar, one story of the command line each.
@@ -36,6 +59,11 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		UpdateScripts:       *update,
+		// The NATS CLI's contexts live under the configuration home: each script has its own.
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("XDG_CONFIG_HOME", env.Getenv("WORK")+"/.config")
+			return nil
+		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"exits":      exits,
 			"natsserver": natsServer,

@@ -51,20 +51,21 @@ Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the f
 directory is in use, interrupted before --once finished).
 `
 
-func runUp(args []string, stdout, stderr io.Writer) int {
+func runUp(inv *invocation, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runUpUntil(ctx, args, stdout, stderr)
+	return runUpUntil(ctx, inv, args)
 }
 
 // runUpUntil is meshc up until ctx ends (Ctrl-C, or a test).
-func runUpUntil(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), upHelp) }
 	once := fs.Bool("once", false, "apply, prove a sample flow, and exit")
 	stateDir := fs.String("state", "", "the state `DIR` (default DIR/.meshc)")
 	port := fs.Int("port", 0, "the client `port` (0: a free one)")
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}

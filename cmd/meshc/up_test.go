@@ -49,7 +49,9 @@ func startUp(t *testing.T, dir string) *runningUp {
 	r := &runningUp{state: filepath.Join(t.TempDir(), "state")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	go func() { done <- runUpUntil(ctx, []string{dir, "--state", r.state}, &r.stdout, &r.stderr) }()
+	go func() {
+		done <- runUpUntil(ctx, &invocation{stdout: &r.stdout, stderr: &r.stderr}, []string{dir, "--state", r.state})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {

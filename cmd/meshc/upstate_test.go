@@ -22,7 +22,9 @@ func TestASecondUpOnOneStateDirectoryIsRefused(t *testing.T) {
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
-	go func() { done <- runUpUntil(ctx, []string{dir, "--state", state}, &stdout, &stderr) }()
+	go func() {
+		done <- runUpUntil(ctx, &invocation{stdout: &stdout, stderr: &stderr}, []string{dir, "--state", state})
+	}()
 	waitFor(t, "the first up", func() bool { return strings.Contains(stderr.String(), "watching") })
 
 	code, out, errs := meshc(t, "up", dir, "--once", "--state", state)
@@ -78,7 +80,7 @@ func TestCtrlCStopsUpOnce(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, stderr syncBuffer
-	if code := runUpUntil(ctx, []string{dir, "--once", "--state", t.TempDir()}, &stdout, &stderr); code != exitCantRun || strings.Contains(stdout.String(), "applied") {
+	if code := runUpUntil(ctx, &invocation{stdout: &stdout, stderr: &stderr}, []string{dir, "--once", "--state", t.TempDir()}); code != exitCantRun || strings.Contains(stdout.String(), "applied") {
 		t.Errorf("interrupted before start: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 
@@ -86,7 +88,7 @@ func TestCtrlCStopsUpOnce(t *testing.T) {
 	defer cancel()
 	out := &cancelOn{word: "applied:", cancel: cancel}
 	var errs syncBuffer
-	code := runUpUntil(ctx, []string{dir, "--once", "--state", t.TempDir()}, out, &errs)
+	code := runUpUntil(ctx, &invocation{stdout: out, stderr: &errs}, []string{dir, "--once", "--state", t.TempDir()})
 	if code != exitCantRun || !strings.Contains(errs.String(), "interrupted") || strings.Contains(out.String(), "sample flow") {
 		t.Errorf("interrupted after the apply: exit %d, stdout %q, stderr %q", code, out.String(), errs.String())
 	}

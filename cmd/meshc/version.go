@@ -20,10 +20,11 @@ Go toolchain, and the nats-server meshc embeds (meshc up runs it). All of it is 
 build information Go records in the binary.
 `
 
-func runVersion(args []string, stdout, stderr io.Writer) int {
+func runVersion(inv *invocation, args []string) int {
+	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), versionHelp) }
-	rest, exit, done := parseArgs(fs, args, stdout, stderr)
+	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
