@@ -26,16 +26,42 @@ type DiffOptions struct {
 // everything else — KV and object-store buckets, other applications' streams, consumers another
 // tool added to the mesh's streams — is listed as not managed and never changed.
 func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
-	var cs Changes
-	wantStreams := map[string]bool{}
-	replaced := map[string]bool{}
-	deleted := map[string]bool{}
-	unread := map[string]bool{}
-	var strayStreams, strayConsumers, unmanagedConsumers []string
+	d := &diffing{live: live, plan: plan, opts: opts,
+		wantStreams: map[string]bool{}, replaced: map[string]bool{}, deleted: map[string]bool{},
+		unread: map[string]bool{}, wantConsumers: map[[2]string]bool{}}
+	d.plannedStreams()
+	d.strayStreams()
+	d.plannedConsumers()
+	d.strayConsumers()
+	return d.changes()
+}
 
+// diffing is one Diff, phase by phase: the plan's streams, the bus's streams the plan lacks, the
+// plan's consumers, the bus's consumers the plan lacks. Each later phase reads what the earlier
+// ones decided (a replaced or deleted stream takes its consumers with it).
+type diffing struct {
+	live *State
+	plan *compiler.Plan
+	opts DiffOptions
+	cs   Changes
+
+	wantStreams   map[string]bool
+	replaced      map[string]bool
+	deleted       map[string]bool
+	unread        map[string]bool
+	wantConsumers map[[2]string]bool
+
+	strays             []string // not in the plan and left alone (no prune)
+	strayConsumerNames []string
+	unmanagedConsumers []string
+}
+
+// plannedStreams compares each stream of the plan with the bus's.
+func (d *diffing) plannedStreams() {
+	live, plan := d.live, d.plan
 	for _, ps := range plan.Streams {
 		name := ps.Config.Name
-		wantStreams[name] = true
+		d.wantStreams[name] = true
 		want := ps.Config
 		want.Metadata = plan.Marked(want.Metadata)
 		ls := live.Stream(name)
@@ -55,10 +81,10 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			}
 		}
 		if ls != nil && ls.ConsumersUnread {
-			unread[name] = true
+			d.unread[name] = true
 		}
 		if c.Action == Replace {
-			replaced[name] = true
+			d.replaced[name] = true
 			lost := "it holds no messages"
 			if c.Messages > 0 {
 				lost = fmt.Sprintf("its %d messages are lost", c.Messages)
@@ -69,44 +95,53 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 					name, strings.Join(c.Unmanaged, ", ")))
 			}
 		}
-		cs.Items = append(cs.Items, c)
+		d.cs.Items = append(d.cs.Items, c)
 	}
-	for _, ls := range live.Streams {
-		if wantStreams[ls.Name] || ls.Name == compiler.ApplyBucketStream {
+}
+
+// strayStreams decides about each stream of the bus the plan does not have: pruned when marked
+// and asked for, else left alone and said.
+func (d *diffing) strayStreams() {
+	for _, ls := range d.live.Streams {
+		if d.wantStreams[ls.Name] || ls.Name == compiler.ApplyBucketStream {
 			// The state bucket is apply's own (the lock, the resume points): never in a plan,
 			// never pruned, not news to a reviewer.
 			continue
 		}
-		switch foreign := foreignConsumers(&ls, plan); {
+		switch foreign := foreignConsumers(&ls, d.plan); {
 		case ls.Unavailable != "":
-			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
-		case !plan.Owns(ls.Config.Metadata):
-			cs.Unmanaged = append(cs.Unmanaged, unmanagedStream(ls))
+			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
+		case !d.plan.Owns(ls.Config.Metadata):
+			d.cs.Unmanaged = append(d.cs.Unmanaged, unmanagedStream(ls))
 		case len(foreign) > 0:
 			// Deleting a stream deletes every consumer on it, and some are not the mesh's.
-			cs.Notes = append(cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
+			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
 				ls.Name, strings.Join(foreign, ", ")))
-		case opts.Prune:
-			deleted[ls.Name] = true
-			cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})
+		case d.opts.Prune:
+			d.deleted[ls.Name] = true
+			d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})
 		default:
-			strayStreams = append(strayStreams, ls.Name)
+			d.strays = append(d.strays, ls.Name)
 		}
 	}
+}
 
-	wantConsumers := map[[2]string]bool{}
+// plannedConsumers compares each consumer of the plan with the bus's, carrying across where an
+// existing one starts and resuming one an earlier apply deleted to replace.
+func (d *diffing) plannedConsumers() {
+	live, plan := d.live, d.plan
 	for _, pc := range plan.Consumers {
 		name := compiler.ConsumerName(pc.Config)
-		wantConsumers[[2]string{pc.Stream, name}] = true
+		d.wantConsumers[[2]string{pc.Stream, name}] = true
 		want := pc.Config
 		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
 		lc := live.Consumer(pc.Stream, name)
 		switch {
-		case unread[pc.Stream]:
+		case d.unread[pc.Stream]:
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
 			c.Notes = append(c.Notes, fmt.Sprintf("the consumers of stream %s could not be read: consumer %s is neither made nor changed; apply again when the stream answers", pc.Stream, name))
-		case replaced[pc.Stream]:
+		case d.replaced[pc.Stream]:
 			c.Action = Create
 		case lc == nil:
 			c.Action = Create
@@ -130,39 +165,49 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			}
 		}
 		_, c.ResumeRecorded = live.Resumes[[2]string{pc.Stream, name}]
-		cs.Items = append(cs.Items, c)
+		d.cs.Items = append(d.cs.Items, c)
 	}
-	for _, ls := range live.Streams {
-		if !wantStreams[ls.Name] && (!plan.Owns(ls.Config.Metadata) || ls.Name == compiler.ApplyBucketStream) {
+}
+
+// strayConsumers decides about each consumer of the bus the plan does not have, on the streams
+// the mesh manages.
+func (d *diffing) strayConsumers() {
+	for _, ls := range d.live.Streams {
+		if !d.wantStreams[ls.Name] && (!d.plan.Owns(ls.Config.Metadata) || ls.Name == compiler.ApplyBucketStream) {
 			// Its stream is listed as not managed, consumers and all.
 			continue
 		}
 		for _, lc := range ls.Consumers {
-			if wantConsumers[[2]string{ls.Name, lc.Name}] {
+			if d.wantConsumers[[2]string{ls.Name, lc.Name}] {
 				continue
 			}
 			switch {
 			case lc.Unavailable != "":
-				cs.Notes = append(cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
-			case !plan.Owns(lc.Config.Metadata):
-				unmanagedConsumers = append(unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name)
-			case replaced[ls.Name] || deleted[ls.Name]:
+				d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
+			case !d.plan.Owns(lc.Config.Metadata):
+				d.unmanagedConsumers = append(d.unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name)
+			case d.replaced[ls.Name] || d.deleted[ls.Name]:
 				// Goes with its stream; said in the stream's note.
-			case !wantStreams[ls.Name] && !opts.Prune:
+			case !d.wantStreams[ls.Name] && !d.opts.Prune:
 				// Its stream is already counted as left alone.
-			case opts.Prune:
-				_, recorded := live.Resumes[[2]string{ls.Name, lc.Name}]
-				cs.Items = append(cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name, ResumeRecorded: recorded})
+			case d.opts.Prune:
+				_, recorded := d.live.Resumes[[2]string{ls.Name, lc.Name}]
+				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name, ResumeRecorded: recorded})
 			default:
-				strayConsumers = append(strayConsumers, ls.Name+"/"+lc.Name)
+				d.strayConsumerNames = append(d.strayConsumerNames, ls.Name+"/"+lc.Name)
 			}
 		}
 	}
-	if len(strayStreams)+len(strayConsumers) > 0 {
-		cs.Notes = append(cs.Notes, fmt.Sprintf("not in the plan and left alone (apply with prune to delete them): %s",
-			strings.Join(slices.Concat(strayStreams, strayConsumers), ", ")))
-	}
+}
 
+// changes puts the change set in its order: streams, then consumers, each by name; the notes
+// sorted; what is not managed, streams then consumers.
+func (d *diffing) changes() Changes {
+	cs := d.cs
+	if len(d.strays)+len(d.strayConsumerNames) > 0 {
+		cs.Notes = append(cs.Notes, fmt.Sprintf("not in the plan and left alone (apply with prune to delete them): %s",
+			strings.Join(slices.Concat(d.strays, d.strayConsumerNames), ", ")))
+	}
 	slices.SortStableFunc(cs.Items, func(a, b Change) int {
 		return cmp.Or(
 			cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)),
@@ -170,10 +215,9 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 			strings.Compare(a.Consumer, b.Consumer))
 	})
 	slices.Sort(cs.Notes)
-	// Streams, then consumers, each by name: the order of the change set.
 	slices.Sort(cs.Unmanaged)
-	slices.Sort(unmanagedConsumers)
-	cs.Unmanaged = append(cs.Unmanaged, unmanagedConsumers...)
+	slices.Sort(d.unmanagedConsumers)
+	cs.Unmanaged = append(cs.Unmanaged, d.unmanagedConsumers...)
 	return cs
 }
 
