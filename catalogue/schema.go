@@ -99,7 +99,7 @@ func meshTable(m *Mesh) *table {
 			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
 			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
 			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, and every other user gets an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
-			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster."},
+			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey, AuthOperator), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster. operator: every account is a JWT signed by the operator's key and pushed to the servers over the bus, with no accounts file and no reload; each user connects with credentials signed by a key of its own, recorded as its public half, and its permissions live in its account."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			if seen["name"] == nil {

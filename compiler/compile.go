@@ -40,7 +40,7 @@ const NodeAckWait = 5 * time.Minute
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
-		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys()}}
+		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue)}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
 	users, consumers := 1, 3+len(ix.Seats)
@@ -61,6 +61,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.isolate()
+	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.plan.Mark()
@@ -96,9 +97,12 @@ func (c *compilation) addUser(u User) {
 	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
 	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
 	// user's public key.
-	if recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); c.plan.NKeys {
+	switch recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); {
+	case c.plan.NKeys:
 		u.NKey = recorded
-	} else {
+	case c.plan.Operator != nil:
+		u.SigningKey = recorded
+	default:
 		u.Hash = recorded
 	}
 	c.plan.Users = append(c.plan.Users, u)
@@ -316,9 +320,13 @@ func (c *compilation) credentials() {
 		}
 		return
 	}
+	what := "hash"
+	if c.plan.Operator != nil {
+		what = "signing key"
+	}
 	for _, u := range c.plan.Users {
 		if u.Credential() == "" {
-			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name))
+			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded %s in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, what, u.Name))
 		}
 	}
 }

@@ -225,3 +225,13 @@ func Emitted(ix *catalogue.Index) map[string]string {
 	}
 	return out
 }
+
+// Operator mode's names (docs/nats.md, "Operator mode").
+
+// OwnerTag is the tag every account JWT of a mesh carries: apply deletes from the resolver only
+// accounts that carry its mesh's tag, never another tenant's. JWT tags are lower-case.
+func OwnerTag(mesh string) string { return "meshc.mesh:" + strings.ToLower(mesh) }
+
+// ProbeRole is the role of the probe key's scope in every account: a user that may do nothing,
+// which apply connects as to prove an account it pushed takes connections.
+const ProbeRole = "meshc-probe"

@@ -20,7 +20,7 @@ var (
 		Summary: "a running module requiring an interface no running module provides",
 		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
 	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error, Firm: true,
-		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key)",
+		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key; with auth: operator, not a signing key's public key), or a keys.yaml value that is not a public key of its kind",
 		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
 )
 
@@ -152,6 +152,28 @@ func (l *linter) checkInventory() {
 	}
 }
 
+// checkKeys reports a keys.yaml value that is not a public key of its kind: a seed there would
+// be a secret in git (the operator's, or the one that signs an account's users).
+func (l *linter) checkKeys() {
+	k := l.ix.Catalogue.Keys
+	if k == nil {
+		return
+	}
+	check := func(what string, t catalogue.Text, valid func(string) bool, kind string) {
+		if t.Value != "" && !valid(t.Value) {
+			l.report(ruleCredentialInvalid, t.Pos, "%s in %s is not %s, and keys.yaml keeps only public keys (a seed here is a secret in git): put back the public key `meshc operator init` or `meshc mint` recorded",
+				what, catalogue.KeysFile, kind)
+		}
+	}
+	check("operator", k.Operator, nkeys.IsValidPublicOperatorKey, "an operator's public key (O…)")
+	check("signing-key", k.SigningKey, nkeys.IsValidPublicOperatorKey, "an operator's public key (O…)")
+	check("system-account", k.SystemAccount, nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	check("probe-key", k.ProbeKey, nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	for _, name := range k.Names {
+		check("the key of account "+name.Value, k.Accounts[name.Value], nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	}
+}
+
 // checkCredentials reports a recorded value that is not a bcrypt hash. The value is never
 // repeated in the message: if it is not a hash, it is probably the password itself.
 func (l *linter) checkCredentials() {
@@ -161,6 +183,15 @@ func (l *linter) checkCredentials() {
 	}
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
+		if l.ix.Catalogue.Mesh.Operator() {
+			// auth: operator records each user's scoped signing key (A…): a seed here would be
+			// the key that signs the user's credentials.
+			if !nkeys.IsValidPublicAccountKey(h.Value) {
+				l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not a signing key's public key (A…), and with auth: operator credentials.yaml keeps only the public keys of the keys that sign each user (a seed here is a secret in git): remove it and run `meshc mint %s`",
+					u.Value, u.Value)
+			}
+			continue
+		}
 		if l.ix.Catalogue.Mesh.NKeys() {
 			// auth: nkey records public keys; a seed here would be the secret itself.
 			if !nkeys.IsValidPublicUserKey(h.Value) {

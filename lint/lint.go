@@ -54,6 +54,7 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 	// What the inventory runs: contention, unmet requirements.
 	l.checkInventory()
 	l.checkCredentials()
+	l.checkKeys()
 
 	// stream-overlap, user-duplicate and credential-missing need the compiled plan: the
 	// compiler reports them, so lint never derives a second plan that could disagree.

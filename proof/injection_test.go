@@ -21,10 +21,10 @@ import (
 // nothing the requester named. None of the requests is a Permissions Violation in either mode:
 // permissions cannot see a reply subject, which is the hole.
 func TestInjections(t *testing.T) {
-	for _, isolation := range isolations {
-		t.Run(isolation, func(t *testing.T) {
-			lands := isolation == catalogue.IsolationShared
-			b := startBus(t, "testdata/proof.txtar", "", isolation)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			lands := !strings.HasPrefix(mode, catalogue.IsolationPerModule)
+			b := startBus(t, "testdata/proof.txtar", "", mode)
 
 			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
 				// notifier may pull its own consumer; registry serves prune, which notifier may not call.

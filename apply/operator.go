@@ -1,0 +1,529 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/operator"
+)
+
+// Operator mode's delivery (docs/nats.md, "Operator mode"): the accounts are JWTs pushed to the
+// servers' resolver over the bus as the system user, each applied by the server without a
+// reload, and the resolver can be asked what it holds. Every server of a cluster answers every
+// resolver request, so each is a request with many answers, gathered until every server known
+// has answered or the wait is over.
+
+// The resolver's subjects (nats-server's own).
+const (
+	claimsUpdate = "$SYS.REQ.CLAIMS.UPDATE"
+	claimsList   = "$SYS.REQ.CLAIMS.LIST"
+	claimsDelete = "$SYS.REQ.CLAIMS.DELETE"
+	serverPing   = "$SYS.REQ.SERVER.PING"
+)
+
+func claimsLookup(account string) string { return "$SYS.REQ.ACCOUNT." + account + ".CLAIMS.LOOKUP" }
+func accountInfo(account string) string  { return "$SYS.REQ.ACCOUNT." + account + ".INFO" }
+
+// Resolver is the servers' account resolver, reached as the system user.
+type Resolver struct {
+	nc *nats.Conn
+	// Servers are the names of the servers that answered when it was reached.
+	Servers []string
+	// Wait bounds each request: how long the servers that have not answered are waited for.
+	Wait time.Duration
+}
+
+// serverInfo is who answered: every system answer carries it.
+type serverInfo struct {
+	Name string `json:"name"`
+	ID   string `json:"id"`
+}
+
+// NewResolver asks every server for itself, so a request later knows how many answers to wait
+// for. A server that does not answer now (down) is not waited for later either.
+func NewResolver(ctx context.Context, nc *nats.Conn, wait time.Duration) (*Resolver, error) {
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	r := &Resolver{nc: nc, Wait: wait}
+	answers, err := r.gather(ctx, serverPing, nil, 0, min(wait, 2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range answers {
+		var m struct {
+			Server serverInfo `json:"server"`
+		}
+		if json.Unmarshal(a.Data, &m) == nil {
+			r.Servers = append(r.Servers, m.Server.Name)
+		}
+	}
+	if len(r.Servers) == 0 {
+		return nil, fmt.Errorf("no server answered %s: connect as the system user (its credentials from `meshc operator init`, in $%s or --system-creds), and the servers must run in operator mode with that system account",
+			serverPing, operator.SystemCredsVar)
+	}
+	slices.Sort(r.Servers)
+	return r, nil
+}
+
+// gather sends a request and collects answers until want have come (0: until none has come for a
+// moment after the first), or wait is over.
+func (r *Resolver) gather(ctx context.Context, subject string, data []byte, want int, wait time.Duration) ([]*nats.Msg, error) {
+	inbox := r.nc.NewRespInbox()
+	sub, err := r.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := r.nc.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
+	}
+	var out []*nats.Msg
+	deadline := time.Now().Add(wait)
+	for want == 0 || len(out) < want {
+		next := time.Until(deadline)
+		if want == 0 && len(out) > 0 {
+			next = min(next, 250*time.Millisecond)
+		}
+		if next <= 0 {
+			break
+		}
+		wctx, cancel := context.WithTimeout(ctx, next)
+		m, err := sub.NextMsgWithContext(wctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, context.Cause(ctx)
+			}
+			break
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// List returns the accounts any server's resolver holds.
+func (r *Resolver) List(ctx context.Context) (map[string]bool, error) {
+	answers, err := r.gather(ctx, claimsList, nil, len(r.Servers), r.Wait)
+	if err != nil {
+		return nil, err
+	}
+	if len(answers) == 0 {
+		return nil, fmt.Errorf("no server answered %s: is the resolver a full one (resolver { type: full }, as `meshc operator init` writes it)?", claimsList)
+	}
+	held := map[string]bool{}
+	for _, a := range answers {
+		var m struct {
+			Data []string `json:"data"`
+		}
+		if err := json.Unmarshal(a.Data, &m); err != nil {
+			return nil, fmt.Errorf("%s answered %q: %v", claimsList, a.Data, err)
+		}
+		for _, k := range m.Data {
+			held[k] = true
+		}
+	}
+	return held, nil
+}
+
+// Lookup returns the JWT each server that answered holds for an account ("" for one that holds
+// none).
+func (r *Resolver) Lookup(ctx context.Context, account string) ([]string, error) {
+	answers, err := r.gather(ctx, claimsLookup(account), nil, len(r.Servers), r.Wait)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(answers))
+	for i, a := range answers {
+		out[i] = string(a.Data)
+	}
+	return out, nil
+}
+
+// updateAnswer is the resolver's answer to a push or a delete.
+type updateAnswer struct {
+	Server serverInfo `json:"server"`
+	Data   *struct {
+		Message string `json:"message"`
+	} `json:"data"`
+	Error *struct {
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// Push sends an account's JWT to every server and returns the servers that stored it. A server
+// that refused it is an error; one that did not answer (down) is not: it catches up from the
+// others within one resolver interval of coming back, which only a newer issue time and another
+// id make it do (operator.EncodeAccount).
+func (r *Resolver) Push(ctx context.Context, name, token string) ([]string, error) {
+	return r.update(ctx, claimsUpdate, "pushing account "+name, []byte(token))
+}
+
+func (r *Resolver) update(ctx context.Context, subject, what string, data []byte) ([]string, error) {
+	answers, err := r.gather(ctx, subject, data, len(r.Servers), r.Wait)
+	if err != nil {
+		return nil, err
+	}
+	var stored []string
+	var refused []string
+	for _, a := range answers {
+		var u updateAnswer
+		if err := json.Unmarshal(a.Data, &u); err != nil {
+			return nil, fmt.Errorf("%s: the resolver answered %q", what, a.Data)
+		}
+		if u.Error != nil {
+			refused = append(refused, fmt.Sprintf("%s: %s", u.Server.Name, u.Error.Description))
+			continue
+		}
+		stored = append(stored, u.Server.Name)
+	}
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		return stored, fmt.Errorf("%s: refused by %s", what, strings.Join(refused, "; "))
+	}
+	if len(stored) == 0 {
+		return nil, fmt.Errorf("%s: no server answered within %s", what, r.Wait)
+	}
+	slices.Sort(stored)
+	return stored, nil
+}
+
+// Held is what the resolver holds for one account: the newest version any server has, and
+// whether every server that answered holds exactly what the catalogue derives.
+type Held struct {
+	// Current: every answer is the catalogue's claims, signed by the operator's signing key.
+	Current bool
+	// IssuedAt is the newest issue time held, 0 for none: a new version is issued after it.
+	IssuedAt int64
+	// Tagged: a version held carries the mesh's tag (compiler.OwnerTag).
+	Tagged bool
+	// Exists: some server holds it.
+	Exists bool
+}
+
+// held compares what the servers hold for an account with its claims (nil: only reads it).
+func held(answers []string, want []byte, signer string, tag string) (Held, error) {
+	h := Held{Current: len(answers) > 0}
+	for _, token := range answers {
+		if token == "" {
+			h.Current = false
+			continue
+		}
+		ac, err := jwt.DecodeAccountClaims(token)
+		if err != nil {
+			h.Current = false
+			continue
+		}
+		h.Exists = true
+		h.IssuedAt = max(h.IssuedAt, ac.IssuedAt)
+		h.Tagged = h.Tagged || ac.Tags.Contains(tag)
+		got, err := compiler.Canonical(ac)
+		if err != nil {
+			return h, err
+		}
+		if want == nil || ac.Issuer != signer || !bytes.Equal(got, want) {
+			h.Current = false
+		}
+	}
+	return h, nil
+}
+
+// PushOptions are what pushing needs beyond the claims.
+type PushOptions struct {
+	// Signer is the operator's signing key.
+	Signer nkeys.KeyPair
+	// Dial connects to the bus with the endpoint's settings and extra options: the probes.
+	Dial func(extra ...nats.Option) (*nats.Conn, error)
+	// Concurrency is how many lookups, pushes and probes are in flight. Default 16: the server
+	// applies pushes on one subscription, so more gains nothing (docs/nats.md, "Operator mode
+	// at scale").
+	Concurrency int
+	// DryRun compares and says what would be pushed, pushing nothing.
+	DryRun bool
+	// Progress, when set, hears of each account pushed.
+	Progress func(done, total int, name string)
+}
+
+// Pushed is what a push did.
+type Pushed struct {
+	// Pushed, Unchanged and Deleted are account names (Deleted: keys, the catalogue no longer
+	// naming them).
+	Pushed, Unchanged, Deleted []string
+	// MeshNew: the resolver held no mesh account before this push. A bus that ran from an
+	// accounts file keeps its streams under the account's name, not its key (docs/nats.md,
+	// "Moving a bus to operator mode").
+	MeshNew bool
+	// Servers are the servers that answered; Missing those known that did not take every push.
+	Servers, Missing []string
+}
+
+// PushAccounts makes the resolver hold exactly the mesh's accounts: it asks what each server
+// holds, pushes the accounts that differ (exporters before importers), proves each pushed account
+// works by connecting a user of it and asking the server whether its imports resolved, and
+// deletes the accounts of this mesh the catalogue no longer has. It needs no file on the
+// server's host and no signal: the server applies each push as it comes.
+func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compiler.AccountClaims, opts PushOptions) (Pushed, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	var out Pushed
+	out.Servers = r.Servers
+	if err := compiler.CheckSizes(claims); err != nil {
+		return out, err
+	}
+	signer, err := opts.Signer.PublicKey()
+	if err != nil {
+		return out, err
+	}
+	tag := compiler.OwnerTag(mesh)
+	listed, err := r.List(ctx)
+	if err != nil {
+		return out, err
+	}
+
+	// What each account holds, read concurrently: one lookup per account.
+	claims = compiler.PushOrder(claims)
+	state := make([]Held, len(claims))
+	canonical := make([][]byte, len(claims))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for i, a := range claims {
+		g.Go(func() error {
+			var err error
+			if canonical[i], err = compiler.Canonical(a.Claims); err != nil {
+				return err
+			}
+			answers, err := r.Lookup(gctx, a.Claims.Subject)
+			if err != nil {
+				return err
+			}
+			state[i], err = held(answers, canonical[i], signer, tag)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return out, err
+	}
+	for i, a := range claims {
+		if a.Name == mesh && !state[i].Exists {
+			out.MeshNew = true
+		}
+	}
+
+	// Pushed in levels: an account after every account it imports from.
+	var todo []int
+	for i := range claims {
+		if state[i].Current {
+			out.Unchanged = append(out.Unchanged, claims[i].Name)
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	if !opts.DryRun {
+		missing := map[string]bool{}
+		var mu sync.Mutex
+		done := 0
+		for _, level := range levels(claims, todo) {
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(opts.Concurrency)
+			for _, i := range level {
+				g.Go(func() error {
+					token, err := operator.EncodeAccount(claims[i].Claims, opts.Signer, state[i].IssuedAt)
+					if err != nil {
+						return err
+					}
+					stored, err := r.Push(gctx, claims[i].Name, token)
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					for _, s := range r.Servers {
+						if !slices.Contains(stored, s) {
+							missing[s] = true
+						}
+					}
+					done++
+					if opts.Progress != nil {
+						opts.Progress(done, len(todo), claims[i].Name)
+					}
+					mu.Unlock()
+					return nil
+				})
+			}
+			if err := g.Wait(); err != nil {
+				return out, err
+			}
+		}
+		for s := range missing {
+			out.Missing = append(out.Missing, s)
+		}
+		slices.Sort(out.Missing)
+		if err := probeAll(ctx, r, claims, todo, opts); err != nil {
+			return out, err
+		}
+	}
+	for _, i := range todo {
+		out.Pushed = append(out.Pushed, claims[i].Name)
+	}
+
+	// The mesh's accounts the catalogue dropped: only those carrying its tag, never another's.
+	wanted := map[string]bool{}
+	for _, a := range claims {
+		wanted[a.Claims.Subject] = true
+	}
+	var drop []string
+	for key := range listed {
+		if wanted[key] {
+			continue
+		}
+		answers, err := r.Lookup(ctx, key)
+		if err != nil {
+			return out, err
+		}
+		h, err := held(answers, nil, signer, tag)
+		if err != nil {
+			return out, err
+		}
+		if h.Tagged {
+			drop = append(drop, key)
+		}
+	}
+	slices.Sort(drop)
+	out.Deleted = drop
+	if len(drop) > 0 && !opts.DryRun {
+		request, err := operator.DeleteRequest(opts.Signer, drop)
+		if err != nil {
+			return out, err
+		}
+		if _, err := r.update(ctx, claimsDelete, fmt.Sprintf("deleting %d account(s) the catalogue no longer has", len(drop)), []byte(request)); err != nil {
+			return out, fmt.Errorf("%w; a server needs allow_delete: true in its resolver block to delete (as `meshc operator init` writes it)", err)
+		}
+	}
+	return out, nil
+}
+
+// levels groups the accounts to push so each comes after those it imports from (a cycle is
+// broken where PushOrder broke it): the accounts of one level can be pushed at once.
+func levels(claims []compiler.AccountClaims, todo []int) [][]int {
+	index := map[string]int{}
+	for i, a := range claims {
+		index[a.Name] = i
+	}
+	level := make([]int, len(claims))
+	for i, a := range claims { // claims are in push order: an exporter's level is known first
+		for _, from := range a.From {
+			if j, ok := index[from]; ok && j < i {
+				level[i] = max(level[i], level[j]+1)
+			}
+		}
+	}
+	var out [][]int
+	for _, i := range todo {
+		for len(out) <= level[i] {
+			out = append(out, nil)
+		}
+		out[level[i]] = append(out[level[i]], i)
+	}
+	return slices.DeleteFunc(out, func(l []int) bool { return len(l) == 0 })
+}
+
+// probeAll proves each pushed account works: "jwt updated" says only that a server stored the
+// JWT (an account signed by a key the servers do not trust, or an import the exporter does not
+// offer, is stored all the same and dead; docs/nats.md, "Operator mode").
+func probeAll(ctx context.Context, r *Resolver, claims []compiler.AccountClaims, todo []int, opts PushOptions) error {
+	probe, err := operator.ProbeKey(opts.Signer)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Concurrency)
+	for _, i := range todo {
+		g.Go(func() error { return probeAccount(gctx, r, claims[i], probe, opts) })
+	}
+	return g.Wait()
+}
+
+// probeAccount connects as a user of the account signed by the probe key (a user that may do
+// nothing), which makes the server build the account and trust its issuer, then asks the server
+// for the account as it runs it: the version pushed, every import resolved, JetStream where the
+// account has it.
+func probeAccount(ctx context.Context, r *Resolver, a compiler.AccountClaims, probe nkeys.KeyPair, opts PushOptions) error {
+	key := a.Claims.Subject
+	token, kp, err := operator.IssueUser(probe, compiler.ProbeRole, key)
+	if err != nil {
+		return err
+	}
+	nc, err := opts.Dial(nats.Name("meshc probe"), nats.NoReconnect(), operator.UserOption(token, kp))
+	if err != nil {
+		return fmt.Errorf("account %s was pushed, but a user of it cannot connect (%v): the servers do not take it; check that their configuration trusts the operator keys.yaml records", a.Name, err)
+	}
+	defer nc.Close()
+	if err := nc.FlushTimeout(r.Wait); err != nil {
+		return fmt.Errorf("account %s: its probe user's connection: %v", a.Name, err)
+	}
+	want, err := compiler.Canonical(a.Claims)
+	if err != nil {
+		return err
+	}
+	var last string
+	for deadline := time.Now().Add(r.Wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		answers, err := r.gather(ctx, accountInfo(key), nil, len(r.Servers), r.Wait)
+		if err != nil {
+			return err
+		}
+		for _, m := range answers {
+			var info struct {
+				Data *struct {
+					Jwt       string `json:"jwt"`
+					JetStream bool   `json:"jetstream_enabled"`
+					Imports   []struct {
+						Subject string `json:"subject"`
+						Account string `json:"account"`
+						Invalid bool   `json:"invalid"`
+					} `json:"imports"`
+				} `json:"data"`
+			}
+			if json.Unmarshal(m.Data, &info) != nil || info.Data == nil {
+				continue // a server the probe did not connect to has not built the account
+			}
+			ac, err := jwt.DecodeAccountClaims(info.Data.Jwt)
+			if err != nil {
+				continue
+			}
+			if got, _ := compiler.Canonical(ac); !bytes.Equal(got, want) {
+				last = "the server still runs an older version"
+				continue
+			}
+			var dead []string
+			for _, i := range info.Data.Imports {
+				if i.Invalid {
+					dead = append(dead, fmt.Sprintf("%s from %s", i.Subject, i.Account))
+				}
+			}
+			switch {
+			case len(dead) > 0:
+				last = fmt.Sprintf("imports the server could not resolve: %s", strings.Join(dead, ", "))
+			case info.Data.JetStream != a.Claims.Limits.IsJSEnabled():
+				last = fmt.Sprintf("JetStream is %v where the claims say %v", info.Data.JetStream, a.Claims.Limits.IsJSEnabled())
+			default:
+				return nil
+			}
+		}
+	}
+	if last == "" {
+		last = "no server said how it runs the account"
+	}
+	return fmt.Errorf("account %s was pushed and takes connections, but does not work as derived: %s; push the accounts it imports from (meshc apply pushes them all) and apply again", a.Name, last)
+}

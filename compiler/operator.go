@@ -1,0 +1,301 @@
+package compiler
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/meshc-dev/meshc/catalogue"
+)
+
+// Operator mode (mesh.yaml `auth: operator`; docs/nats.md, "Operator mode").
+//
+// Every account of the plan becomes an account JWT, derived here as data and signed only at
+// apply time by whoever holds the operator's signing key. What the accounts file said, the
+// claims say: exports, imports, JetStream for the mesh's account alone. A user's permissions
+// live in its account, as the template of a signing key of its own, scoped: its JWT carries no
+// permissions, so a grant changed is one account pushed and no credential is issued again, and
+// the server closes only the clients signed by a key whose scope changed. One key per user
+// rather than per account, because users sharing an account (every user, with
+// isolation: shared-account) do not share grants, and a key's scope is one set of grants.
+
+// OperatorKeys are the public keys of an operator-mode mesh, as keys.yaml records them.
+type OperatorKeys struct {
+	Operator, SigningKey, SystemAccount, ProbeKey string
+	// Accounts maps an account's name to its recorded key.
+	Accounts map[string]string
+}
+
+// AccountClaims is one account of the plan as its JWT will say it: everything but the issuer,
+// the time it was issued and its id, which apply stamps when it signs.
+type AccountClaims struct {
+	Name   string
+	Claims *jwt.AccountClaims
+	// From are the accounts this one imports from, by name: apply pushes them first.
+	From []string
+}
+
+// MaxAccountJWT is the largest account JWT the server takes: jwt's decoder refuses anything
+// longer, whatever max_payload says (docs/nats.md, "Operator mode at scale").
+const MaxAccountJWT = jwt.MaxTokenSize
+
+// ResponseTTL is how long a tool server may answer a request it received: the server's own
+// default for allow_responses, which the accounts file relies on.
+const ResponseTTL = 2 * time.Minute
+
+// ErrNoOperator is returned for a plan whose mesh does not run in operator mode.
+var ErrNoOperator = errors.New("the mesh does not run in operator mode (auth: operator in mesh.yaml)")
+
+// accounts is the plan's accounts, the mesh's one account holding every user when the mesh is
+// not isolated.
+func (p *Plan) accounts() []Account {
+	if len(p.Accounts) > 0 {
+		return p.Accounts
+	}
+	mesh := Account{Name: p.Account, JetStream: true}
+	for _, u := range p.Users {
+		mesh.Users = append(mesh.Users, u.Name)
+	}
+	return []Account{mesh}
+}
+
+// OperatorAccounts are the names of the accounts whose JWTs the plan derives.
+func (p *Plan) OperatorAccounts() []string {
+	var out []string
+	for _, a := range p.accounts() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// Claims derives every account's claims. A user with no recorded signing key is left out (it
+// cannot connect until minted; lint says credential-missing); an account with no recorded key
+// cannot be written at all, since other accounts import from it by its key.
+func (p *Plan) Claims() ([]AccountClaims, error) {
+	if p.Operator == nil {
+		return nil, ErrNoOperator
+	}
+	keys := p.Operator
+	var missing []string
+	if keys.SigningKey == "" || keys.ProbeKey == "" || keys.Operator == "" || keys.SystemAccount == "" {
+		return nil, fmt.Errorf("keys.yaml records no operator (or no signing, probe or system account key): run `meshc operator init` once, which makes the operator's keys and the servers' configuration")
+	}
+	users := make(map[string]*User, len(p.Users))
+	for i := range p.Users {
+		users[p.Users[i].Name] = &p.Users[i]
+	}
+	accounts := p.accounts()
+	out := make([]AccountClaims, 0, len(accounts))
+	for _, a := range accounts {
+		key := keys.Accounts[a.Name]
+		if key == "" {
+			missing = append(missing, a.Name)
+			continue
+		}
+		ac := jwt.NewAccountClaims(key)
+		ac.Name = a.Name
+		ac.Tags = jwt.TagList{OwnerTag(p.Account)}
+		ac.Limits = accountLimits(a)
+		// A user signed by the account's own key (whose seed nobody keeps) would get these:
+		// nothing.
+		ac.DefaultPermissions = denyAll()
+		ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: keys.ProbeKey, Role: ProbeRole,
+			Template: jwt.UserPermissionLimits{Permissions: denyAll(), Limits: userLimits(nil)}})
+		for _, name := range a.Users {
+			u := users[name]
+			if u == nil || u.SigningKey == "" {
+				continue
+			}
+			ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: u.SigningKey, Role: u.Name, Template: userTemplate(u)})
+		}
+		for _, e := range a.Exports {
+			x := &jwt.Export{Subject: jwt.Subject(e.Subject), Type: exportType(e.Kind)}
+			if e.ResponseStream {
+				x.ResponseType = jwt.ResponseTypeStream
+			}
+			ac.Exports = append(ac.Exports, x)
+		}
+		var from []string
+		for _, i := range a.Imports {
+			from = append(from, i.Account)
+			exporter := keys.Accounts[i.Account]
+			if exporter == "" {
+				continue // said once, as that account's own missing key
+			}
+			ac.Imports = append(ac.Imports, &jwt.Import{Name: i.Account, Subject: jwt.Subject(i.Subject), Account: exporter, Type: exportType(i.Kind)})
+		}
+		out = append(out, AccountClaims{Name: a.Name, Claims: ac, From: sortedSet(from)})
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// accountLimits are an account's limits: JetStream for the mesh's account alone, which holds the
+// streams (an account with JetStream of its own answers its users' pulls from an empty store:
+// docs/nats.md, "Accounts, exports and imports"). Everything else is unlimited until the
+// catalogue says otherwise: this is where per-account limits are mapped onto the JWT's.
+func accountLimits(a Account) jwt.OperatorLimits {
+	l := jwt.NewAccountClaims("A").Limits
+	if a.JetStream {
+		l.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+	}
+	return l
+}
+
+// userLimits are a user's connection limits, none: this is where per-user limits are mapped onto
+// the scope's template (a user JWT under a scoped key may carry none of its own).
+func userLimits(*User) jwt.Limits {
+	return jwt.Limits{NatsLimits: jwt.NatsLimits{Subs: jwt.NoLimit, Data: jwt.NoLimit, Payload: jwt.NoLimit}}
+}
+
+// userTemplate is a user's permissions as its scoped key's template: exactly the accounts
+// file's, allow_responses as one answer within the server's default two minutes.
+func userTemplate(u *User) jwt.UserPermissionLimits {
+	t := jwt.UserPermissionLimits{Limits: userLimits(u)}
+	t.Pub = jwt.Permission{Allow: u.Publish.Allow, Deny: u.Publish.Deny}
+	t.Sub = jwt.Permission{Allow: u.Subscribe.Allow, Deny: u.Subscribe.Deny}
+	if u.AllowResponses {
+		t.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: ResponseTTL}
+	}
+	return t
+}
+
+func denyAll() jwt.Permissions {
+	return jwt.Permissions{Pub: jwt.Permission{Deny: []string{">"}}, Sub: jwt.Permission{Deny: []string{">"}}}
+}
+
+func exportType(k ExportKind) jwt.ExportType {
+	if k == StreamExport {
+		return jwt.Stream
+	}
+	return jwt.Service
+}
+
+// Canonical is an account's claims as JSON without what signing stamps (issuer, time, id): the
+// same catalogue gives the same bytes, and what a resolver holds compares equal with what the
+// catalogue derives exactly when pushing it again would change nothing.
+func Canonical(ac *jwt.AccountClaims) ([]byte, error) {
+	c := *ac
+	c.Issuer, c.IssuedAt, c.ID = "", 0, ""
+	c.Type, c.Version = jwt.AccountClaim, 2
+	return json.Marshal(&c)
+}
+
+// Size is how long the account's JWT will be, within a few bytes: the header, the payload with
+// an issuer, time and id, and the signature, each in base64.
+func (a AccountClaims) Size() (int, error) {
+	canonical, err := Canonical(a.Claims)
+	if err != nil {
+		return 0, err
+	}
+	const header = len(`eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ`)
+	const stamped = len(`,"jti":"","iat":,"iss":""`) + 52 + 10 + 56
+	return header + 1 + base64.RawURLEncoding.EncodedLen(len(canonical)+stamped) + 1 + base64.RawURLEncoding.EncodedLen(64), nil
+}
+
+// CheckSizes refuses an account whose JWT would be over the server's cap, naming the largest
+// and what makes it large.
+func CheckSizes(claims []AccountClaims) error {
+	var errs []error
+	for _, a := range claims {
+		n, err := a.Size()
+		if err != nil {
+			return err
+		}
+		if n > MaxAccountJWT {
+			errs = append(errs, fmt.Errorf("account %s would be a %d-byte JWT, over the %d bytes the server takes (%d imports, %d signing keys): "+
+				"every user's grants live in its account's JWT, so an account holding many users (isolation: shared-account) or importing from many accounts is refused; "+
+				"give each principal an account of its own (isolation: account-per-module)", a.Name, n, MaxAccountJWT, len(a.Claims.Imports), len(a.Claims.SigningKeys)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PushOrder is the claims with every account after those it imports from, where the imports
+// allow (two modules calling each other's tools import from each other: a cycle is pushed in
+// name order), so an importer never waits on an exporter it reached first.
+func PushOrder(claims []AccountClaims) []AccountClaims {
+	byName := make(map[string]int, len(claims))
+	for i, a := range claims {
+		byName[a.Name] = i
+	}
+	state := make([]byte, len(claims)) // 0 new, 1 visiting, 2 done
+	out := make([]AccountClaims, 0, len(claims))
+	var visit func(i int)
+	visit = func(i int) {
+		if state[i] != 0 {
+			return // done, or on the path: a cycle, broken here
+		}
+		state[i] = 1
+		for _, from := range claims[i].From {
+			if j, ok := byName[from]; ok {
+				visit(j)
+			}
+		}
+		state[i] = 2
+		out = append(out, claims[i])
+	}
+	order := make([]int, len(claims))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return strings.Compare(claims[x].Name, claims[y].Name) })
+	for _, i := range order {
+		visit(i)
+	}
+	return out
+}
+
+// operatorKeys are keys.yaml's keys for a mesh in operator mode, nil for any other.
+func operatorKeys(c *catalogue.Catalogue) *OperatorKeys {
+	if !c.Mesh.Operator() {
+		return nil
+	}
+	k := &OperatorKeys{Accounts: map[string]string{}}
+	if c.Keys != nil {
+		k.Operator, k.SigningKey, k.SystemAccount, k.ProbeKey = c.Keys.Operator.Value, c.Keys.SigningKey.Value, c.Keys.SystemAccount.Value, c.Keys.ProbeKey.Value
+		for name, key := range c.Keys.Accounts {
+			k.Accounts[name] = key.Value
+		}
+	}
+	return k
+}
+
+// accountKeys reports, as credential-missing, an operator-mode mesh with no operator yet, and
+// each account with no recorded key: neither can be pushed.
+func (c *compilation) accountKeys() {
+	k := c.plan.Operator
+	if k == nil {
+		return
+	}
+	mesh := catalogue.Pos{File: catalogue.MeshFile}
+	if k.Operator == "" || k.SigningKey == "" || k.SystemAccount == "" || k.ProbeKey == "" {
+		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "with auth: operator the mesh needs an operator, and %s records none (or only part of one): run `meshc operator init --secrets DIR` once, which makes its keys, records the public ones and writes the secrets and the servers' configuration into DIR", catalogue.KeysFile))
+	}
+	var missing []string
+	for _, a := range c.plan.accounts() {
+		if k.Accounts[a.Name] == "" {
+			missing = append(missing, a.Name)
+		}
+	}
+	if len(missing) > 0 {
+		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "%d account(s) have no recorded key in %s (%s), so they cannot be pushed: run `meshc mint --missing`, which records them",
+			len(missing), catalogue.KeysFile, excerptList(missing, 5)))
+	}
+}
+
+// excerptList names the first n of names and how many more.
+func excerptList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
