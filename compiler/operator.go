@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -186,7 +187,39 @@ func Canonical(ac *jwt.AccountClaims) ([]byte, error) {
 	c := *ac
 	c.Issuer, c.IssuedAt, c.ID = "", 0, ""
 	c.Type, c.Version = jwt.AccountClaim, 2
-	return json.Marshal(&c)
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	return unescapeHTML(b), nil
+}
+
+// unescapeHTML writes `<`, `>` and `&` as themselves where encoding/json wrote \u003c, \u003e
+// and \u0026 (the golden file shows these bytes to a reviewer, and `>` ends half the subjects).
+// It reads escapes left to right, as a JSON reader does, so an escaped backslash followed by
+// "u003e" stays as it was.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003e", "0026":
+				out = append(out, map[string]byte{"003c": '<', "003e": '>', "0026": '&'}[string(b[i+2:i+6])])
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
 }
 
 // Size is how long the account's JWT will be, within a few bytes: the header, the payload with

@@ -240,3 +240,45 @@ func TestPushOrderPutsExportersFirst(t *testing.T) {
 		seen[a.Name] = true
 	}
 }
+
+// `>` reads as itself in the canonical form, and an escaped backslash before "u003e" is left as
+// it was: the unescaping reads escapes as a JSON reader does.
+func TestCanonicalWritesSubjectsAsThemselves(t *testing.T) {
+	for in, want := range map[string]string{
+		`["a.\u003e","\u003cb\u0026"]`: `["a.>","<b&"]`,
+		`["x\\u003e"]`:                 `["x\\u003e"]`,
+		`["\\\u003e"]`:                 `["\\>"]`,
+		`["\n\u0041"]`:                 `["\n\u0041"]`,
+	} {
+		if got := string(unescapeHTML([]byte(in))); got != want {
+			t.Errorf("%s: got %s, want %s", in, got, want)
+		}
+	}
+}
+
+// In operator mode a review shows every account pushed, the mesh's one account too, and a user
+// minted again as its old signing key lost and the new one gained; an unchanged plan shows
+// nothing.
+func TestCompareAccountsInOperatorMode(t *testing.T) {
+	base := operatorPlan(t, catalogue.IsolationShared)
+	head := *base
+	head.Users = slices.Clone(base.Users)
+	if got := CompareAccounts(base, &head); len(got) != 0 {
+		t.Fatalf("an unchanged plan: %+v", got)
+	}
+	old := head.User("person.bob").SigningKey
+	kp, _ := nkeys.CreateAccount()
+	head.User("person.bob").SigningKey, _ = kp.PublicKey()
+	got := CompareAccounts(base, &head)
+	if len(got) != 1 || got[0].Account != base.Account {
+		t.Fatalf("a user minted again: %+v", got)
+	}
+	if !slices.Equal(got[0].Lost, []string{"signing key of person.bob " + old}) || len(got[0].Gained) != 1 || !strings.HasPrefix(got[0].Gained[0], "signing key of person.bob A") {
+		t.Errorf("lost %v, gained %v", got[0].Lost, got[0].Gained)
+	}
+	// Without operator mode, one shared account shows nothing of the kind.
+	base.Operator, head.Operator = nil, nil
+	if got := CompareAccounts(base, &head); len(got) != 0 {
+		t.Errorf("a shared mesh without operator mode: %+v", got)
+	}
+}
