@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -242,8 +243,10 @@ func held(answers []string, want []byte, signer string, tag string) (Held, error
 
 // PushOptions are what pushing needs beyond the claims.
 type PushOptions struct {
-	// Signer is the operator's signing key.
-	Signer nkeys.KeyPair
+	// Signer is the operator's signing key. A dry run needs none: SigningKey says whose
+	// signature what is held must carry.
+	Signer     nkeys.KeyPair
+	SigningKey string
 	// Dial connects to the bus with the endpoint's settings and extra options: the probes.
 	Dial func(extra ...nats.Option) (*nats.Conn, error)
 	// Concurrency is how many lookups, pushes and probes are in flight. Default 16: the server
@@ -254,6 +257,8 @@ type PushOptions struct {
 	DryRun bool
 	// Progress, when set, hears of each account pushed.
 	Progress func(done, total int, name string)
+	// keepOthers leaves alone the mesh's accounts the claims do not name (a push of some).
+	keepOthers bool
 }
 
 // Pushed is what a push did.
@@ -283,9 +288,12 @@ func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compil
 	if err := compiler.CheckSizes(claims); err != nil {
 		return out, err
 	}
-	signer, err := opts.Signer.PublicKey()
-	if err != nil {
-		return out, err
+	signer := opts.SigningKey
+	if opts.Signer != nil {
+		var err error
+		if signer, err = opts.Signer.PublicKey(); err != nil {
+			return out, err
+		}
 	}
 	tag := compiler.OwnerTag(mesh)
 	listed, err := r.List(ctx)
@@ -385,7 +393,7 @@ func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compil
 	}
 	var drop []string
 	for key := range listed {
-		if wanted[key] {
+		if wanted[key] || opts.keepOthers {
 			continue
 		}
 		answers, err := r.Lookup(ctx, key)
@@ -526,4 +534,125 @@ func probeAccount(ctx context.Context, r *Resolver, a compiler.AccountClaims, pr
 		last = "no server said how it runs the account"
 	}
 	return fmt.Errorf("account %s was pushed and takes connections, but does not work as derived: %s; push the accounts it imports from (meshc apply pushes them all) and apply again", a.Name, last)
+}
+
+// Pusher pushes one mesh's accounts from a command: the resolver reached as the system user, and
+// the claims the plan derives.
+type Pusher struct {
+	Resolver *Resolver
+	nc       *nats.Conn
+	mesh     string
+	claims   []compiler.AccountClaims
+	opts     PushOptions
+}
+
+// NewPusher connects as the system user with the endpoint's settings (its servers, TLS and
+// timeouts; system names the system user's credentials, in place of the endpoint's user) and
+// asks every server for itself. signer may be nil for a pusher that only reads (Status).
+func NewPusher(ctx context.Context, e Endpoint, system nats.Option, plan *compiler.Plan, signer nkeys.KeyPair, wait time.Duration) (*Pusher, error) {
+	claims, err := plan.Claims()
+	if err != nil {
+		return nil, err
+	}
+	if err := compiler.CheckSizes(claims); err != nil {
+		return nil, err
+	}
+	dial := func(extra ...nats.Option) (*nats.Conn, error) {
+		return nats.Connect(e.URL, append(slices.Clone(e.Options), extra...)...)
+	}
+	nc, err := dial(nats.Name("meshc push"), system)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("connect to %s: %w: the servers refused the system user; its credentials must be the system.creds `meshc operator init` wrote for the operator the servers trust ($%s or --system-creds)", RedactURL(e.URL), err, operator.SystemCredsVar)
+	}
+	if err != nil {
+		return nil, dialError(RedactURL(e.URL), "the system user", err)
+	}
+	r, err := NewResolver(ctx, nc, wait)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &Pusher{Resolver: r, nc: nc, mesh: plan.Account, claims: claims,
+		opts: PushOptions{Signer: signer, SigningKey: plan.Operator.SigningKey, Dial: dial}}, nil
+}
+
+// Close closes the system user's connection.
+func (p *Pusher) Close() { p.nc.Close() }
+
+// Mesh pushes the mesh's own account alone, when the resolver does not hold it as derived: the
+// controller lives there, and so does the lock apply takes before it pushes the rest.
+func (p *Pusher) Mesh(ctx context.Context) (Pushed, error) {
+	opts := p.opts
+	opts.keepOthers = true
+	i := slices.IndexFunc(p.claims, func(a compiler.AccountClaims) bool { return a.Name == p.mesh })
+	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims[i:i+1], opts)
+}
+
+// All makes the resolver hold exactly the mesh's accounts (PushAccounts).
+func (p *Pusher) All(ctx context.Context, progress func(done, total int, name string)) (Pushed, error) {
+	opts := p.opts
+	opts.Progress = progress
+	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims, opts)
+}
+
+// Status is what the resolver holds of the mesh against what the catalogue derives, pushing
+// nothing: the accounts a push would send (Pushed) and delete, and those already current. It is
+// operator mode's delivery status for plan and apply --dry-run.
+func (p *Pusher) Status(ctx context.Context) (Pushed, error) {
+	opts := p.opts
+	opts.DryRun = true
+	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims, opts)
+}
+
+// After is what two pushes did, first then p: an account the first pushed is pushed, not
+// unchanged.
+func (p Pushed) After(first Pushed) Pushed {
+	for _, name := range first.Pushed {
+		if !slices.Contains(p.Pushed, name) {
+			p.Pushed = append(p.Pushed, name)
+		}
+		p.Unchanged = slices.DeleteFunc(p.Unchanged, func(u string) bool { return u == name })
+	}
+	for _, s := range first.Missing {
+		if !slices.Contains(p.Missing, s) {
+			p.Missing = append(p.Missing, s)
+		}
+	}
+	p.MeshNew = p.MeshNew || first.MeshNew
+	return p
+}
+
+// Say is what a push did, in a sentence.
+func (p Pushed) Say(dryRun bool) string {
+	verb, deleted := "pushed", "deleted"
+	if dryRun {
+		verb, deleted = "would push", "would delete"
+	}
+	s := fmt.Sprintf("%s %d account(s), %d unchanged", verb, len(p.Pushed), len(p.Unchanged))
+	if len(p.Pushed) > 0 && len(p.Pushed) <= 5 {
+		s += " (" + strings.Join(p.Pushed, ", ") + ")"
+	}
+	if len(p.Deleted) > 0 {
+		s += fmt.Sprintf("; %s %d the catalogue no longer has", deleted, len(p.Deleted))
+	}
+	if !dryRun && len(p.Pushed) > 0 {
+		s += "; each proven by a user of it connecting"
+	}
+	if len(p.Missing) > 0 {
+		s += fmt.Sprintf("; %s did not answer and catch(es) up from the others within one resolver interval of coming back", strings.Join(p.Missing, ", "))
+	}
+	return s
+}
+
+// ErrMeshNewToResolver is the refusal to create the mesh's streams on a resolver that never held
+// the mesh's account: a bus that ran from an accounts file keeps its streams in a directory named
+// after the account's name, and in operator mode the server looks under its key (docs/nats.md,
+// "Moving a bus to operator mode"). Creating them would start the mesh empty beside its history.
+func ErrMeshNewToResolver(plan *compiler.Plan) error {
+	key := plan.Operator.Accounts[plan.Account]
+	return fmt.Errorf("the mesh's account %s is new to these servers and holds no stream: if the bus ran from an accounts file, its streams are in STORE/jetstream/%s on each server, "+
+		"and in operator mode the server keeps them in STORE/jetstream/%s. On one server: stop it, move the one directory to the other (mv STORE/jetstream/%s STORE/jetstream/%s), start it and apply again. "+
+		"On a cluster, whose meta group records each stream under the account's name, moving directories does not carry them: back each stream up while the bus still runs from the file (nats stream backup), and once switched restore it as mesh-controller (nats stream restore) before applying. "+
+		"If this bus is new, apply with --new-bus to create the streams",
+		plan.Account, plan.Account, key, plan.Account, key)
 }

@@ -336,3 +336,48 @@ func scalarLength(rest string, v *yaml.Node) int {
 	}
 	return len(rest)
 }
+
+// Remove deletes users' recorded entries from the file, line by line like Record (every other
+// line stays as it was), and reports which it removed: a user without a record can no longer
+// connect once the bus has the file (or, in operator mode, the account without the user's key).
+func (e *CredentialsEdit) Remove(users []string) ([]string, error) {
+	drop := map[int]bool{}
+	var removed []string
+	for _, u := range users {
+		if v := e.recorded[u]; v != nil {
+			drop[v.Line-1] = true
+			removed = append(removed, u)
+		}
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	eol := "\n"
+	if bytes.Contains(e.data, []byte("\r\n")) {
+		eol = "\r\n"
+	}
+	lines := strings.Split(strings.TrimSuffix(string(e.data), eol), eol)
+	kept := lines[:0]
+	for i, l := range lines {
+		if !drop[i] {
+			kept = append(kept, l)
+		}
+	}
+	out := []byte(strings.Join(kept, eol) + eol)
+	var check map[string]any
+	if err := yaml.Unmarshal(out, &check); err != nil {
+		return nil, fmt.Errorf("%s could not be rewritten faithfully (%v), so nothing was removed", e.path, err)
+	}
+	for user, v := range e.recorded {
+		_, kept := check[user]
+		got, _ := check[user].(string)
+		if slices.Contains(removed, user) == kept || kept && got != v.Value && !(v.Value == "" && check[user] == nil) {
+			return nil, fmt.Errorf("%s could not be rewritten faithfully (%s), so nothing was removed", e.path, user)
+		}
+	}
+	if err := atomicfile.Write(e.path, out, e.mode); err != nil {
+		return nil, err
+	}
+	e.data = out
+	return removed, e.read()
+}

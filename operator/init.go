@@ -4,6 +4,8 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Operator is an operator's keys, secrets included: what `meshc operator init` makes once and
@@ -180,4 +183,121 @@ func (o *Operator) ServerConf(r ResolverOptions) (string, error) {
 	fmt.Fprintf(&b, "resolver {\n  type: full\n  dir: %q\n  allow_delete: true\n  interval: %q\n}\n", r.Dir, r.Interval.String())
 	fmt.Fprintf(&b, "resolver_preload {\n  %q: %q\n}\n", o.System, sys)
 	return b.String(), nil
+}
+
+// The files Init writes into the secrets directory.
+const (
+	IdentityFile   = "operator.nk"
+	SigningFile    = "signing.nk"
+	SystemFile     = "system.creds"
+	ServerConfFile = "operator.conf"
+)
+
+// Init makes a new operator for the catalogue in dir: its public keys, and a key for every account
+// of plan, recorded in dir's keys.yaml; its secrets and the servers' configuration written into
+// secrets, which must be outside the catalogue (a secret there is one `git add` from the
+// repository) and must not hold them already (a secret is never overwritten). It returns the
+// paths written.
+func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) ([]string, error) {
+	if err := Outside(secrets, dir); err != nil {
+		return nil, err
+	}
+	edit, err := catalogue.EditCredentials(dir) // the catalogue's lock, which keys.yaml shares
+	if err != nil {
+		return nil, err
+	}
+	defer edit.Close()
+	c, _, err := catalogue.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	if c.Keys != nil && c.Keys.Operator.Value != "" {
+		return nil, fmt.Errorf("%s already records an operator (%s): its servers trust it, and a new one means configuring every server again; to do that on purpose, delete the operator's lines from %s and run this again",
+			catalogue.KeysFile, c.Keys.Operator.Value, catalogue.KeysFile)
+	}
+	if err := os.MkdirAll(secrets, 0o700); err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, name := range []string{IdentityFile, SigningFile, SystemFile, ServerConfFile} {
+		p := filepath.Join(secrets, name)
+		if _, err := os.Lstat(p); err == nil {
+			return nil, fmt.Errorf("%s exists: a secret is never overwritten; give another --secrets directory", p)
+		}
+		paths = append(paths, p)
+	}
+	op, err := NewOperator(plan.Account)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := op.Record()
+	if err != nil {
+		return nil, err
+	}
+	for name, key := range c.Keys.Record().Accounts {
+		rec.Accounts[name] = key
+	}
+	for _, a := range plan.OperatorAccounts() {
+		if rec.Accounts[a] == "" {
+			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	identity, _ := op.Identity.Seed()
+	signing, _ := op.Signing.Seed()
+	system, err := op.SystemCreds()
+	if err != nil {
+		return nil, err
+	}
+	conf, err := op.ServerConf(r)
+	if err != nil {
+		return nil, err
+	}
+	// The secrets first: keys.yaml naming an operator whose seeds were never written would be an
+	// operator nobody can sign for.
+	for i, data := range [][]byte{identity, signing, system, []byte(conf)} {
+		mode := os.FileMode(0o600)
+		if i == 3 {
+			mode = 0o644 // the servers' configuration holds no secret
+		}
+		if err := writeNew(paths[i], data, mode); err != nil {
+			return nil, err
+		}
+	}
+	return paths, rec.Write(dir)
+}
+
+// Outside refuses a secrets directory inside the catalogue's.
+func Outside(secrets, dir string) error {
+	abs := func(p string) string {
+		a, _ := filepath.Abs(p)
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			return r
+		}
+		// Not there yet: its nearest existing parent, resolved, and the rest.
+		parent := filepath.Dir(a)
+		if r, err := filepath.EvalSymlinks(parent); err == nil {
+			return filepath.Join(r, filepath.Base(a))
+		}
+		return a
+	}
+	s, d := abs(secrets), abs(dir)
+	if rel, err := filepath.Rel(d, s); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("the secrets directory %s is inside the catalogue %s: secrets there are one `git add` from the repository; give a directory outside it", secrets, dir)
+	}
+	return nil
+}
+
+// writeNew writes a file that must not exist yet, with mode.
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -242,4 +243,55 @@ func DeleteRequest(signer nkeys.KeyPair, accounts []string) (string, error) {
 	gc := jwt.NewGenericClaims(pub)
 	gc.Data["accounts"] = accounts
 	return gc.Encode(signer)
+}
+
+// RecordAccountKeys gives every account of plan that has none a key, recorded in dir's keys.yaml
+// (the caller holds the catalogue's lock: catalogue.EditCredentials). It returns how many it
+// added.
+func RecordAccountKeys(dir string, plan *compiler.Plan) (int, error) {
+	c, _, err := catalogue.Load(dir)
+	if err != nil {
+		return 0, err
+	}
+	rec := c.Keys.Record()
+	added := 0
+	for _, a := range plan.OperatorAccounts() {
+		if rec.Accounts[a] == "" {
+			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
+				return 0, err
+			}
+			added++
+		}
+	}
+	if added == 0 {
+		return 0, nil
+	}
+	if plan.Operator != nil {
+		for name, key := range rec.Accounts {
+			plan.Operator.Accounts[name] = key
+		}
+	}
+	return added, rec.Write(dir)
+}
+
+// MintFor mints credentials for users of plan, each signed by a new scoped key of its account,
+// whose key must be recorded (RecordAccountKeys).
+func MintFor(plan *compiler.Plan, users []string) (map[string]Minted, error) {
+	out := map[string]Minted{}
+	for _, name := range users {
+		u := plan.User(name)
+		if u == nil {
+			return nil, fmt.Errorf("%s is not a bus user of this mesh", name)
+		}
+		account := plan.Operator.Accounts[u.Account]
+		if account == "" {
+			return nil, fmt.Errorf("account %s has no recorded key: run `meshc mint --missing`", u.Account)
+		}
+		m, err := MintUser(name, account)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = m
+	}
+	return out, nil
 }

@@ -8,21 +8,25 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 	"golang.org/x/term"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/operator"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+                   [--operator-key FILE] [--system-creds FILE] [--new-bus]
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
 consumers, at most 64 requests in flight, and applying twice changes nothing. It
@@ -61,6 +65,18 @@ rejected exits 2. New users can connect at once and existing connections stay. A
 re-checks the password of every connected client, which is why an unchanged file is never
 rewritten. With --accounts and no server, only the file is written (and reloaded).
 
+With 'auth: operator' (mesh.yaml) there is no accounts file: apply pushes the account JWTs to
+the servers' resolver over the bus, as the system user, before the streams. It asks every server
+what it holds and pushes exactly the accounts that differ from the catalogue's claims
+(golden/claims.json), exporters before importers, each signed with the operator's signing key
+and issued after what any server holds; proves each works (a user of it connects, and the
+server reports its imports resolved); and deletes the mesh's accounts the catalogue no longer
+has. The servers apply each push as it comes: no file, no signal, no reload, and the clients of
+other accounts stay connected. A cluster server that was down catches up within one resolver
+interval of coming back. The secrets come from the environment (CI secrets) or files:
+MESHC_OPERATOR_SIGNING_KEY or --operator-key, MESHC_SYSTEM_CREDS or --system-creds. The mesh's
+streams are applied as mesh-controller, with its credentials from the connection flags.
+
 Flags:
   --dry-run         print the plan and touch nothing
   --allow-replace   delete and re-make objects whose change cannot be made in place
@@ -75,6 +91,10 @@ Flags:
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
   --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
+  --operator-key FILE   auth: operator: the operator's signing key seed (else $MESHC_OPERATOR_SIGNING_KEY)
+  --system-creds FILE   auth: operator: the system user's credentials (else $MESHC_SYSTEM_CREDS)
+  --new-bus         auth: operator: create the mesh's streams on a resolver that never held the
+                    mesh (a bus moved from an accounts file keeps them elsewhere: meshc help operator)
 
 ` + connectHelp + `
 Exit status:
@@ -103,6 +123,9 @@ func runApply(inv *invocation, args []string) int {
 	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")
 	monitor := fs.String("monitor", "http://127.0.0.1:8222", "with --reload, the server's monitoring `URL`")
 	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload, how long to wait for the server to reload")
+	operatorKey := fs.String("operator-key", "", "auth: operator: the operator's signing key seed `FILE`")
+	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`")
+	newBus := fs.Bool("new-bus", false, "auth: operator: create the streams of a mesh new to the resolver")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
@@ -143,6 +166,13 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
+	var users *operatorPush
+	if plan.Operator != nil {
+		if users, exit = pushMeshAccount(inv, &conn, plan, *operatorKey, *systemCreds, *dryRun, *accountsPath); users == nil {
+			return exit
+		}
+		defer users.Close()
+	}
 	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
 		return exit
@@ -172,10 +202,21 @@ func runApply(inv *invocation, args []string) int {
 		defer lock.Release(context.Background())
 		ctx = lock.Context()
 	}
+	if users != nil {
+		// Inside the lock: two applies at once would push two versions in one second, which a
+		// cluster's servers may keep in different orders (docs/nats.md, "A push on a cluster").
+		if exit := users.all(ctx, *dryRun, stderr); exit != exitOK {
+			return exit
+		}
+	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
+	}
+	if users != nil && users.first.MeshNew && !holdsAny(live, plan) && !*newBus {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", apply.ErrMeshNewToResolver(plan))
+		return exitFailed
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
 	if err := change.Render(stdout, changes, format); err != nil {
@@ -311,4 +352,84 @@ func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
 	return exitOK
+}
+
+// operatorPush is apply's push of the mesh's accounts in operator mode.
+type operatorPush struct {
+	*apply.Pusher
+	// first is what pushing the mesh's account first did.
+	first apply.Pushed
+}
+
+// pushMeshAccount reads the secrets, connects as the system user and pushes the mesh's own
+// account when the resolver lacks it as derived: mesh-controller lives in it, and the lock apply
+// takes before pushing the rest lives in its JetStream. nil means exit with the code.
+func pushMeshAccount(inv *invocation, conn *connectFlags, plan *compiler.Plan, keyPath, credsPath string, dryRun bool, accountsPath string) (*operatorPush, int) {
+	stderr := inv.stderr
+	fail := func(err error) (*operatorPush, int) {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		return nil, exitCantRun
+	}
+	if accountsPath != "" {
+		return fail(errors.New("with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts"))
+	}
+	if !conn.explicit() && natscontext.SelectedContext() == "" {
+		return fail(errNoServer)
+	}
+	var signer nkeys.KeyPair
+	var err error
+	if !dryRun {
+		if signer, err = operator.SigningKey(keyPath, plan.Operator); err != nil {
+			return fail(err)
+		}
+	}
+	system, err := operator.SystemUser(credsPath)
+	if err != nil {
+		return fail(err)
+	}
+	c, err := conn.resolve("apply", plan)
+	if err != nil {
+		return fail(err)
+	}
+	p, err := apply.NewPusher(context.Background(), c.Endpoint, system, plan, signer, c.RequestTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	push := &operatorPush{Pusher: p}
+	if !dryRun {
+		did, err := p.Mesh(context.Background())
+		if err != nil {
+			p.Close()
+			return fail(err)
+		}
+		push.first = did
+	}
+	return push, exitOK
+}
+
+// all pushes every account (or with dryRun, says what it would push), saying what it did.
+func (o *operatorPush) all(ctx context.Context, dryRun bool, stderr io.Writer) int {
+	do := o.All
+	if dryRun {
+		do = func(ctx context.Context, _ func(int, int, string)) (apply.Pushed, error) { return o.Status(ctx) }
+	}
+	did, err := do(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
+		return exitCantRun
+	}
+	did = did.After(o.first)
+	fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", did.Say(dryRun))
+	return exitOK
+}
+
+// holdsAny reports whether the bus holds any of the plan's streams (apply's own bucket is not
+// the mesh's).
+func holdsAny(live *change.State, plan *compiler.Plan) bool {
+	for _, s := range live.Streams {
+		if slices.ContainsFunc(plan.Streams, func(p compiler.Stream) bool { return p.Config.Name == s.Name }) {
+			return true
+		}
+	}
+	return false
 }

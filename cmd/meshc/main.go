@@ -57,7 +57,9 @@ func init() {
 	for name, c := range map[string]command{
 		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint},
 		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit},
-		"mint":       {"mint passwords for bus users and record their bcrypt hashes", runMint},
+		"mint":       {"mint passwords (nkeys, or operator-mode credentials) for bus users and record their public half", runMint},
+		"operator":   {"make the operator of a mesh with auth: operator: its keys, and the servers' configuration", runOperator},
+		"revoke":     {"revoke bus users: remove what credentials.yaml records for them", runRevoke},
 		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan},
 		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp},
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply},

@@ -4,16 +4,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/operator"
 )
 
-const mintHelp = `Usage: meshc mint [--dir DIR] USER...
-       meshc mint [--dir DIR] --missing
+const mintHelp = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
+       meshc mint [--dir DIR] [--out CREDS] --missing
 
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
@@ -21,6 +25,13 @@ enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, a
 instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
 password is printed once and kept nowhere: hand it to whoever runs as that user now. Minting a
 user again rotates its password.
+
+With 'auth: operator' it issues the user's credentials file (a JWT and its seed): printed for one
+user, written to CREDS/USER.creds (mode 0600, outside the catalogue) with --out for several. Each
+is signed by a new signing key of the user's account, whose public key credentials.yaml records
+and whose seed is forgotten; no secret is needed. Minting again rotates the key: once apply has
+pushed the account, credentials signed by the old key are refused and their connections closed.
+An account with no key gets one in keys.yaml.
 
 credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
 left as it was; a file using anchors, aliases or flow style is refused rather than rewritten),
@@ -33,6 +44,7 @@ nothing from a higher cost.
 Flags:
   --dir DIR   the catalogue (default: the current directory)
   --missing   mint every user the catalogue derives that has no recorded hash
+  --out CREDS with auth: operator, write USER.creds files into this directory
 
 Exit status:
   0  minted (or nothing was missing)
@@ -46,6 +58,7 @@ func runMint(inv *invocation, args []string) int {
 	fs.Usage = func() { io.WriteString(fs.Output(), mintHelp) }
 	dir := fs.String("dir", ".", "the catalogue `DIR`")
 	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
+	out := fs.String("out", "", "with auth: operator, write each user's credentials into `CREDS`/USER.creds")
 	users, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -71,6 +84,14 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
+	if plan.Operator != nil {
+		if n, err := operator.RecordAccountKeys(*dir, plan); err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "meshc mint: recorded the keys of %d account(s) in %s\n", n, catalogue.KeysFile)
+		}
+	}
 	if *missing {
 		for _, u := range plan.Users {
 			if u.Credential() == "" && !creds.Recorded(u.Name) {
@@ -96,6 +117,9 @@ func runMint(inv *invocation, args []string) int {
 		}
 	}
 
+	if plan.Operator != nil {
+		return mintCreds(inv, plan, creds, users, *dir, *out)
+	}
 	hashes := map[string]string{}
 	var printed strings.Builder
 	// With auth: nkey the secret is a seed and the record its public key.
@@ -126,5 +150,46 @@ func runMint(inv *invocation, args []string) int {
 	}
 	fmt.Fprintf(stderr, "meshc mint: recorded %d %s in %s; run `meshc emit` so accounts.conf carries them\n",
 		len(users), records, catalogue.CredentialsFile)
+	return exitOK
+}
+
+// mintCreds issues operator-mode credentials: printed for one user, written into out for several,
+// and only then is each signing key recorded (credentials nobody holds must not be the ones the
+// account trusts).
+func mintCreds(inv *invocation, plan *compiler.Plan, edit *catalogue.CredentialsEdit, users []string, dir, out string) int {
+	stdout, stderr := inv.stdout, inv.stderr
+	if out == "" && len(users) > 1 {
+		fmt.Fprintf(stderr, "meshc mint: %d users' credentials are %d files: give --out DIR (outside the catalogue) to write them as DIR/USER.creds\n", len(users), len(users))
+		return exitCantRun
+	}
+	if out != "" {
+		if err := operator.Outside(out, dir); err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		}
+	}
+	minted, err := operator.MintFor(plan, users)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+		return exitCantRun
+	}
+	keys := map[string]string{}
+	for _, u := range users {
+		keys[u] = minted[u].SigningKey
+		if out == "" {
+			_, err = stdout.Write(minted[u].Creds)
+		} else if err = os.MkdirAll(out, 0o700); err == nil {
+			err = atomicfile.Write(filepath.Join(out, u+".creds"), minted[u].Creds, 0o600)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: the credentials could not be written (%v), so nothing was recorded; mint again\n", err)
+			return exitCantRun
+		}
+	}
+	if err := edit.Record(keys); err != nil {
+		fmt.Fprintf(stderr, "meshc mint: %v\nmeshc mint: the credentials above were NOT recorded and will not work: discard them, fix the cause and mint again\n", err)
+		return exitCantRun
+	}
+	fmt.Fprintf(stderr, "meshc mint: recorded %d signing key(s) in %s; run `meshc emit` and `meshc apply` so the bus takes them\n", len(users), catalogue.CredentialsFile)
 	return exitOK
 }
