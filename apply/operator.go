@@ -42,6 +42,9 @@ type Resolver struct {
 	nc *nats.Conn
 	// Servers are the names of the servers that answered when it was reached.
 	Servers []string
+	// Down are the servers of the cluster that did not answer: JetStream's meta group knows
+	// them, and they are down or cut off. A push does not reach them until they catch up.
+	Down []string
 	// Wait bounds each request: how long the servers that have not answered are waited for.
 	Wait time.Duration
 }
@@ -63,14 +66,35 @@ func NewResolver(ctx context.Context, nc *nats.Conn, wait time.Duration) (*Resol
 	if err != nil {
 		return nil, err
 	}
+	known := map[string]bool{}
 	for _, a := range answers {
 		var m struct {
 			Server serverInfo `json:"server"`
+			Stats  struct {
+				JetStream *struct {
+					Meta *struct {
+						Replicas []struct {
+							Name string `json:"name"`
+						} `json:"replicas"`
+					} `json:"meta"`
+				} `json:"jetstream"`
+			} `json:"statsz"`
 		}
 		if json.Unmarshal(a.Data, &m) == nil {
 			r.Servers = append(r.Servers, m.Server.Name)
+			if js := m.Stats.JetStream; js != nil && js.Meta != nil {
+				for _, p := range js.Meta.Replicas {
+					known[p.Name] = true
+				}
+			}
 		}
 	}
+	for name := range known {
+		if !slices.Contains(r.Servers, name) {
+			r.Down = append(r.Down, name)
+		}
+	}
+	slices.Sort(r.Down)
 	if len(r.Servers) == 0 {
 		return nil, fmt.Errorf("no server answered %s: connect as the system user (its credentials from `meshc operator init`, in $%s or --system-creds), and the servers must run in operator mode with that system account",
 			serverPing, operator.SystemCredsVar)
@@ -374,6 +398,9 @@ func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compil
 				return out, err
 			}
 		}
+		for _, s := range r.Down {
+			missing[s] = true
+		}
 		for s := range missing {
 			out.Missing = append(out.Missing, s)
 		}
@@ -514,10 +541,18 @@ func probeAccount(ctx context.Context, r *Resolver, a compiler.AccountClaims, pr
 				last = "the server still runs an older version"
 				continue
 			}
-			var dead []string
+			// An import the exporter does not offer is not even listed: the server logs it and
+			// leaves it out. So every import of the claims must be there, and valid.
+			running := map[string]bool{}
 			for _, i := range info.Data.Imports {
-				if i.Invalid {
-					dead = append(dead, fmt.Sprintf("%s from %s", i.Subject, i.Account))
+				if !i.Invalid {
+					running[i.Subject+" "+i.Account] = true
+				}
+			}
+			var dead []string
+			for _, i := range a.Claims.Imports {
+				if !running[string(i.Subject)+" "+i.Account] {
+					dead = append(dead, fmt.Sprintf("%s from %s", i.Subject, i.Name))
 				}
 			}
 			switch {
