@@ -113,7 +113,9 @@ func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Opti
 	}
 	return PushAccounts(t.Context(), r, m.plan.Account, claims, PushOptions{
 		Signer: m.op.Signing,
-		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(url, append(slices.Clone(opts), extra...)...) },
+		Dial: func(extra ...nats.Option) (*nats.Conn, error) {
+			return nats.Connect(url, append(slices.Clone(opts), extra...)...)
+		},
 	})
 }
 
