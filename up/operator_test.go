@@ -1,0 +1,108 @@
+package up
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/compiler"
+)
+
+func compileProof(t *testing.T, isolation, auth string) *compiler.Plan {
+	t.Helper()
+	c, _ := cataloguetest.Load(t, "../proof/testdata/proof.txtar")
+	c.Mesh.Isolation.Value, c.Mesh.Auth.Value = isolation, auth
+	p, _ := compiler.Compile(catalogue.NewIndex(c))
+	return p
+}
+
+// A bus that ran from an accounts file moves to operator mode without losing its streams: JetStream
+// kept them under the mesh's account name, and in operator mode looks under the account's key, so
+// the directory is moved before the server starts. Every stored event and every consumer's
+// position is there after the move. Both directories there at once is refused, naming both.
+func TestStreamsSurviveTheMoveToOperatorMode(t *testing.T) {
+	state := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	before, _, err := Start(ctx, compileProof(t, catalogue.IsolationShared, catalogue.AuthPassword), Options{State: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := before.Connect("mod.anchor.catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	for range 3 {
+		if _, err := js.Publish(ctx, "mesh.mod.catalog.event.upgraded", []byte("before the move")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Close()
+	before.Stop()
+
+	after, _, err := Start(ctx, compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator), Options{State: state})
+	if err != nil {
+		t.Fatalf("starting in operator mode on the same state: %v", err)
+	}
+	defer after.Stop()
+	if !after.Pushed.MeshNew {
+		t.Error("the resolver held the mesh's account before its first push")
+	}
+	controller, err := after.Connect(compiler.ControllerUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer controller.Close()
+	cjs, _ := jetstream.New(controller)
+	events, err := cjs.Stream(ctx, "EVENTS")
+	if err != nil {
+		t.Fatalf("EVENTS after the move: %v", err)
+	}
+	if info, _ := events.Info(ctx); info.State.Msgs != 3 {
+		t.Fatalf("EVENTS holds %d messages after the move, want the 3 stored before", info.State.Msgs)
+	}
+	notifier, err := after.Connect("mod.laptop.notifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer notifier.Close()
+	njs, _ := jetstream.New(notifier)
+	consumer, err := njs.Consumer(ctx, "EVENTS", "laptop_notifier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := consumer.Fetch(3, jetstream.FetchMaxWait(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		if string(m.Data()) == "before the move" {
+			n++
+		}
+		m.Ack()
+	}
+	if n != 3 {
+		t.Fatalf("the consumer delivered %d of the 3 events stored before the move", n)
+	}
+	after.Stop()
+
+	// Both directories: the mesh's name again beside its key, as a second accounts-file run would
+	// leave it.
+	base := filepath.Join(state, "jetstream", "jetstream")
+	if err := os.MkdirAll(filepath.Join(base, "proof"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Start(ctx, compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator), Options{State: state}); err == nil || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("both directories: %v", err)
+	}
+}
