@@ -115,15 +115,9 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 			}
 			ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: u.SigningKey, Role: u.Name, Template: userTemplate(u)})
 		}
-		for _, e := range a.Exports {
-			x := &jwt.Export{Subject: jwt.Subject(e.Subject), Type: exportType(e.Kind)}
-			if e.ResponseStream {
-				x.ResponseType = jwt.ResponseTypeStream
-			}
-			ac.Exports = append(ac.Exports, x)
-		}
+		ac.Exports = exports(a)
 		var from []string
-		for _, i := range a.Imports {
+		for _, i := range imports(a, users) {
 			from = append(from, i.Account)
 			exporter := keys.Accounts[i.Account]
 			if exporter == "" {
@@ -137,6 +131,76 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", strings.Join(missing, ", "))
 	}
 	return out, nil
+}
+
+// Tools cross between accounts as one wildcard per module: an account exports every tool of a
+// module it serves as `mesh.mod.<module>.tool.*`, and an account whose users may call every tool
+// of that module (a person's "*") imports that one wildcard rather than a subject per tool. A
+// person who may call every tool of a 10,000-module mesh needs an import per serving module, not
+// per tool, which is what keeps its JWT under the server's cap (docs/nats.md, "Operator mode at
+// scale"). The exports are public: only the operator's signing key signs an import, and meshc
+// writes every import, each within its account's grants, so a wider export admits nobody new.
+// (Exports contained in one another are refused by the server, so a module's tools are exported
+// one way: the wildcard.)
+
+// toolModule is the module of a tool subject, "" for any other subject.
+func toolModule(subject string) string {
+	t := strings.Split(subject, ".")
+	if len(t) != 5 || t[0] != "mesh" || t[1] != "mod" || t[3] != "tool" || t[2] == "*" || t[2] == ">" {
+		return ""
+	}
+	return t[2]
+}
+
+// exports are an account's exports as its JWT says them: a module's tools as one wildcard.
+func exports(a Account) []*jwt.Export {
+	var out []*jwt.Export
+	seen := map[string]bool{}
+	for _, e := range a.Exports {
+		subject := e.Subject
+		if m := toolModule(subject); m != "" && e.Kind == ServiceExport {
+			if subject = Tool(m, "*"); seen[subject] {
+				continue
+			}
+			seen[subject] = true
+		}
+		x := &jwt.Export{Subject: jwt.Subject(subject), Type: exportType(e.Kind)}
+		if e.ResponseStream {
+			x.ResponseType = jwt.ResponseTypeStream
+		}
+		out = append(out, x)
+	}
+	slices.SortStableFunc(out, func(x, y *jwt.Export) int { return strings.Compare(string(x.Subject), string(y.Subject)) })
+	return out
+}
+
+// imports are an account's imports as its JWT says them: the tools of a module its users may all
+// call as one wildcard import.
+func imports(a Account, users map[string]*User) []Import {
+	var grants []string
+	for _, name := range a.Users {
+		if u := users[name]; u != nil {
+			grants = append(grants, u.Publish.Allow...)
+		}
+	}
+	var out []Import
+	seen := map[Import]bool{}
+	for _, i := range a.Imports {
+		if m := toolModule(i.Subject); m != "" && i.Kind == ServiceExport && slices.ContainsFunc(grants, func(g string) bool { return Covers(g, Tool(m, "*")) }) {
+			i.Subject = Tool(m, "*")
+		}
+		if !seen[i] {
+			seen[i] = true
+			out = append(out, i)
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Import) int {
+		if c := strings.Compare(x.Subject, y.Subject); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Account, y.Account)
+	})
+	return out
 }
 
 // accountLimits are an account's limits: JetStream for the mesh's account alone, which holds the
