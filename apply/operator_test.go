@@ -249,11 +249,11 @@ func TestTheProbeCatchesWhatTheResolverStores(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// bob imports a tool registry does not export.
+	// bob imports a subject registry does not export.
 	i := slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
-	m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.tool.nothing", Account: "mod.anchor.registry"})
+	m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.event.forged", Account: "mod.anchor.registry"})
 	_, err := m.push(t, sys, s.ClientURL())
-	if err == nil || !strings.Contains(err.Error(), "person.bob") || !strings.Contains(err.Error(), "imports the server could not resolve: mesh.mod.registry.tool.nothing") {
+	if err == nil || !strings.Contains(err.Error(), "person.bob") || !strings.Contains(err.Error(), "imports the server could not resolve: mesh.mod.registry.event.forged") {
 		t.Fatalf("an import nobody exports: %v", err)
 	}
 	m.plan.Accounts[i].Imports = m.plan.Accounts[i].Imports[:len(m.plan.Accounts[i].Imports)-1]

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -235,3 +236,8 @@ func OwnerTag(mesh string) string { return "meshc.mesh:" + strings.ToLower(mesh)
 // ProbeRole is the role of the probe key's scope in every account: a user that may do nothing,
 // which apply connects as to prove an account it pushed takes connections.
 const ProbeRole = "meshc-probe"
+
+// ToolHubAccount is the k-th tool hub of an operator-mode mesh (from 1): an account with no users
+// through which a person who may call every tool reaches them (compiler/operator.go). No username
+// starts with "tools.", and the mesh's name holds no dot, so no other account can take its name.
+func ToolHubAccount(k int) string { return "tools." + strconv.Itoa(k) }

@@ -3,6 +3,8 @@ package compiler
 import (
 	"bytes"
 	"encoding/base64"
+	"hash/fnv"
+	"maps"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,13 +68,22 @@ func (p *Plan) accounts() []Account {
 	return []Account{mesh}
 }
 
-// OperatorAccounts are the names of the accounts whose JWTs the plan derives.
+// OperatorAccounts are the names of the accounts whose JWTs the plan derives: the plan's, and
+// the tool hubs operator mode adds.
 func (p *Plan) OperatorAccounts() []string {
 	var out []string
-	for _, a := range p.accounts() {
+	for _, a := range p.jwtAccounts(p.usersByName()) {
 		out = append(out, a.Name)
 	}
 	return out
+}
+
+func (p *Plan) usersByName() map[string]*User {
+	users := make(map[string]*User, len(p.Users))
+	for i := range p.Users {
+		users[p.Users[i].Name] = &p.Users[i]
+	}
+	return users
 }
 
 // Claims derives every account's claims. A user with no recorded signing key is left out (it
@@ -87,11 +98,8 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 	if keys.SigningKey == "" || keys.ProbeKey == "" || keys.Operator == "" || keys.SystemAccount == "" {
 		return nil, fmt.Errorf("keys.yaml records no operator (or no signing, probe or system account key): run `meshc operator init` once, which makes the operator's keys and the servers' configuration")
 	}
-	users := make(map[string]*User, len(p.Users))
-	for i := range p.Users {
-		users[p.Users[i].Name] = &p.Users[i]
-	}
-	accounts := p.accounts()
+	users := p.usersByName()
+	accounts := p.jwtAccounts(users)
 	out := make([]AccountClaims, 0, len(accounts))
 	for _, a := range accounts {
 		key := keys.Accounts[a.Name]
@@ -115,9 +123,15 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 			}
 			ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: u.SigningKey, Role: u.Name, Template: userTemplate(u)})
 		}
-		ac.Exports = exports(a)
+		for _, e := range a.Exports {
+			x := &jwt.Export{Subject: jwt.Subject(e.Subject), Type: exportType(e.Kind)}
+			if e.ResponseStream {
+				x.ResponseType = jwt.ResponseTypeStream
+			}
+			ac.Exports = append(ac.Exports, x)
+		}
 		var from []string
-		for _, i := range imports(a, users) {
+		for _, i := range a.Imports {
 			from = append(from, i.Account)
 			exporter := keys.Accounts[i.Account]
 			if exporter == "" {
@@ -128,20 +142,33 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 		out = append(out, AccountClaims{Name: a.Name, Claims: ac, From: sortedSet(from)})
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", excerptList(missing, 10))
 	}
 	return out, nil
 }
 
-// Tools cross between accounts as one wildcard per module: an account exports every tool of a
-// module it serves as `mesh.mod.<module>.tool.*`, and an account whose users may call every tool
-// of that module (a person's "*") imports that one wildcard rather than a subject per tool. A
-// person who may call every tool of a 10,000-module mesh needs an import per serving module, not
-// per tool, which is what keeps its JWT under the server's cap (docs/nats.md, "Operator mode at
-// scale"). The exports are public: only the operator's signing key signs an import, and meshc
-// writes every import, each within its account's grants, so a wider export admits nobody new.
-// (Exports contained in one another are refused by the server, so a module's tools are exported
-// one way: the wildcard.)
+// The accounts as their JWTs say them differ from the accounts file's in how tools cross, which
+// is what keeps every JWT under the server's 1 MiB cap (docs/nats.md, "Operator mode at scale"):
+//
+//   - An account exports every tool of a module it serves as one wildcard, mesh.mod.<module>.tool.*
+//     (the server refuses exports contained in one another, so it is the only export of them),
+//     and imports the tools of a module its users may all call as that wildcard.
+//   - An account whose users may call every tool (a person's "*") imports none of them from the
+//     accounts that serve them: it imports mesh.mod.*.tool.* from each of a few tool hubs, and
+//     each hub imports the tools of its share of the serving accounts and exports them on. A
+//     call enters every hub and is forwarded by the one hub that imports the tool; the others
+//     have nobody to deliver it to, and the caller gets one answer, or "no responders" for a tool
+//     nobody serves. The tool server's Nats-Request-Info names the caller's account, stamped at
+//     the first hop. Without hubs, a person who may call every tool of 10,000 modules needs an
+//     import per serving account: 6,656 imports, a 1.4 MB JWT.
+//
+// The exports are public: only the operator's signing key signs an import, and meshc writes
+// every import, each within its account's grants, so a wider export admits nobody new. Hubs have
+// no users, so nothing is published in them but the calls they forward.
+
+// HubShare is how many serving accounts one tool hub imports from: 2,000 wildcard imports are
+// about 430 KB of JWT, well under the cap whatever the share a hash gives one hub.
+const HubShare = 2000
 
 // toolModule is the module of a tool subject, "" for any other subject.
 func toolModule(subject string) string {
@@ -152,55 +179,105 @@ func toolModule(subject string) string {
 	return t[2]
 }
 
-// exports are an account's exports as its JWT says them: a module's tools as one wildcard.
-func exports(a Account) []*jwt.Export {
-	var out []*jwt.Export
-	seen := map[string]bool{}
-	for _, e := range a.Exports {
-		subject := e.Subject
-		if m := toolModule(subject); m != "" && e.Kind == ServiceExport {
-			if subject = Tool(m, "*"); seen[subject] {
-				continue
+// everyTool is the subject of every tool, which a person's "*" is granted.
+var everyTool = Tool("*", "*")
+
+// jwtAccounts are the plan's accounts with exports and imports as the JWTs say them, then the tool
+// hubs.
+func (p *Plan) jwtAccounts(users map[string]*User) []Account {
+	plain := p.accounts()
+	out := make([]Account, 0, len(plain)+1)
+	// Who may call every tool, and who serves which modules' tools.
+	var callers []int
+	serving := map[string][]string{} // account → modules whose tools it exports
+	for _, a := range plain {
+		for _, e := range a.Exports {
+			if m := toolModule(e.Subject); m != "" && e.Kind == ServiceExport && !slices.Contains(serving[a.Name], m) {
+				serving[a.Name] = append(serving[a.Name], m)
 			}
-			seen[subject] = true
 		}
-		x := &jwt.Export{Subject: jwt.Subject(subject), Type: exportType(e.Kind)}
-		if e.ResponseStream {
-			x.ResponseType = jwt.ResponseTypeStream
-		}
-		out = append(out, x)
 	}
-	slices.SortStableFunc(out, func(x, y *jwt.Export) int { return strings.Compare(string(x.Subject), string(y.Subject)) })
-	return out
+	for _, a := range plain {
+		var grants []string
+		for _, name := range a.Users {
+			if u := users[name]; u != nil {
+				grants = append(grants, u.Publish.Allow...)
+			}
+		}
+		every := slices.ContainsFunc(grants, func(g string) bool { return Covers(g, everyTool) })
+		j := Account{Name: a.Name, JetStream: a.JetStream, Users: a.Users}
+		seen := map[string]bool{}
+		for _, e := range a.Exports {
+			if m := toolModule(e.Subject); m != "" && e.Kind == ServiceExport {
+				if e.Subject = Tool(m, "*"); seen[e.Subject] {
+					continue
+				}
+				seen[e.Subject] = true
+			}
+			j.Exports = append(j.Exports, e)
+		}
+		seenImport := map[Import]bool{}
+		for _, i := range a.Imports {
+			if m := toolModule(i.Subject); m != "" && i.Kind == ServiceExport {
+				if every && len(serving[a.Name]) == 0 {
+					continue // through the hubs (an account serving tools would import its own back: a cycle)
+				}
+				if slices.ContainsFunc(grants, func(g string) bool { return Covers(g, Tool(m, "*")) }) {
+					i.Subject = Tool(m, "*")
+				}
+			}
+			if !seenImport[i] {
+				seenImport[i] = true
+				j.Imports = append(j.Imports, i)
+			}
+		}
+		if every && len(serving[a.Name]) == 0 {
+			callers = append(callers, len(out))
+		}
+		out = append(out, j)
+	}
+	if len(callers) == 0 || len(serving) == 0 {
+		return sortedJWT(out)
+	}
+	hubs := make([]Account, (len(serving)+HubShare-1)/HubShare)
+	for k := range hubs {
+		hubs[k] = Account{Name: ToolHubAccount(k + 1), Exports: []Export{{Kind: ServiceExport, Subject: everyTool}}}
+	}
+	for _, name := range slices.Sorted(maps.Keys(serving)) {
+		h := &hubs[hubOf(name, len(hubs))]
+		for _, m := range serving[name] {
+			h.Imports = append(h.Imports, Import{Kind: ServiceExport, Subject: Tool(m, "*"), Account: name})
+		}
+	}
+	for _, c := range callers {
+		for _, h := range hubs {
+			out[c].Imports = append(out[c].Imports, Import{Kind: ServiceExport, Subject: everyTool, Account: h.Name})
+		}
+	}
+	return sortedJWT(append(out, hubs...))
 }
 
-// imports are an account's imports as its JWT says them: the tools of a module its users may all
-// call as one wildcard import.
-func imports(a Account, users map[string]*User) []Import {
-	var grants []string
-	for _, name := range a.Users {
-		if u := users[name]; u != nil {
-			grants = append(grants, u.Publish.Allow...)
-		}
+// hubOf is the hub a serving account's tools go through: a hash of its name, so a module added
+// changes one hub, not all.
+func hubOf(account string, hubs int) int {
+	h := fnv.New32a()
+	h.Write([]byte(account))
+	return int(h.Sum32() % uint32(hubs))
+}
+
+// sortedJWT sorts each account's exports by subject and imports by subject, then account.
+func sortedJWT(accounts []Account) []Account {
+	for i := range accounts {
+		a := &accounts[i]
+		slices.SortStableFunc(a.Exports, func(x, y Export) int { return strings.Compare(x.Subject, y.Subject) })
+		slices.SortStableFunc(a.Imports, func(x, y Import) int {
+			if c := strings.Compare(x.Subject, y.Subject); c != 0 {
+				return c
+			}
+			return strings.Compare(x.Account, y.Account)
+		})
 	}
-	var out []Import
-	seen := map[Import]bool{}
-	for _, i := range a.Imports {
-		if m := toolModule(i.Subject); m != "" && i.Kind == ServiceExport && slices.ContainsFunc(grants, func(g string) bool { return Covers(g, Tool(m, "*")) }) {
-			i.Subject = Tool(m, "*")
-		}
-		if !seen[i] {
-			seen[i] = true
-			out = append(out, i)
-		}
-	}
-	slices.SortStableFunc(out, func(x, y Import) int {
-		if c := strings.Compare(x.Subject, y.Subject); c != 0 {
-			return c
-		}
-		return strings.Compare(x.Account, y.Account)
-	})
-	return out
+	return accounts
 }
 
 // accountLimits are an account's limits: JetStream for the mesh's account alone, which holds the

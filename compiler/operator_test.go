@@ -59,8 +59,12 @@ func TestClaimsSayWhatTheAccountsFileSays(t *testing.T) {
 				t.Fatal(err)
 			}
 			accounts := p.accounts()
-			if len(claims) != len(accounts) {
-				t.Fatalf("%d claims for %d accounts", len(claims), len(accounts))
+			hubs := 0
+			if isolation == catalogue.IsolationPerModule {
+				hubs = 1 // alice may call every tool
+			}
+			if len(claims) != len(accounts)+hubs {
+				t.Fatalf("%d claims for %d accounts and %d tool hub(s)", len(claims), len(accounts), hubs)
 			}
 			byKey := map[string]string{}
 			for name, key := range p.Operator.Accounts {
@@ -91,13 +95,26 @@ func TestClaimsSayWhatTheAccountsFileSays(t *testing.T) {
 					}
 				}
 				// Imports: each of the plan's, from its exporter, exactly or as its module's
-				// wildcard when the account's user may call every tool of the module; and none
-				// the user's grants do not cover.
+				// wildcard when the account's user may call every tool of the module, or through
+				// a tool hub that imports it from there when it may call every tool; and none the
+				// user's grants do not cover.
 				u := p.User(a.Users[0])
+				brings := func(ac *jwt.AccountClaims, subject, from string) bool {
+					return slices.ContainsFunc(ac.Imports, func(x *jwt.Import) bool {
+						return byKey[x.Account] == from && x.Name == from && Covers(string(x.Subject), subject)
+					})
+				}
 				for _, imp := range a.Imports {
-					if !slices.ContainsFunc(ac.Imports, func(x *jwt.Import) bool {
-						return byKey[x.Account] == imp.Account && x.Name == imp.Account && x.Type == exportType(imp.Kind) && Covers(string(x.Subject), imp.Subject)
-					}) {
+					if brings(ac, imp.Subject, imp.Account) {
+						continue
+					}
+					viaHub := false
+					for _, x := range ac.Imports {
+						if hub := byKey[x.Account]; strings.HasPrefix(hub, "tools.") && Covers(string(x.Subject), imp.Subject) && brings(claimsOf(t, claims, hub), imp.Subject, imp.Account) {
+							viaHub = true
+						}
+					}
+					if !viaHub {
 						t.Errorf("%s: no import brings %s from %s", a.Name, imp.Subject, imp.Account)
 					}
 				}
@@ -108,8 +125,8 @@ func TestClaimsSayWhatTheAccountsFileSays(t *testing.T) {
 					}
 				}
 				for _, x := range ac.Imports {
-					if m := toolModule(string(x.Subject)); a.Name == "person.alice" && m != "" && string(x.Subject) != Tool(m, "*") {
-						t.Errorf("alice, who may call every tool, imports %s: a module's tools are one import", x.Subject)
+					if a.Name == "person.alice" && strings.Contains(string(x.Subject), ".tool.") && (string(x.Subject) != everyTool || byKey[x.Account] != ToolHubAccount(1)) {
+						t.Errorf("alice, who may call every tool, imports %s from %s: every tool comes through the hubs", x.Subject, byKey[x.Account])
 					}
 				}
 				if ac.DefaultPermissions.Pub.Allow != nil || !slices.Equal(ac.DefaultPermissions.Sub.Deny, []string{">"}) {
@@ -262,6 +279,78 @@ func TestPushOrderPutsExportersFirst(t *testing.T) {
 		}
 		seen[a.Name] = true
 	}
+}
+
+// A tool hub has no user, exports every tool, and imports each serving account's tools once;
+// enough hubs are made that none imports from more than HubShare accounts, and a serving account
+// keeps its hub when another is added.
+func TestToolHubs(t *testing.T) {
+	p := operatorPlan(t, catalogue.IsolationPerModule)
+	hub := claimsOf(t, mustClaims(t, p), ToolHubAccount(1))
+	if len(hub.SigningKeys) != 1 || len(hub.Exports) != 1 || string(hub.Exports[0].Subject) != everyTool || hub.Limits.IsJSEnabled() {
+		t.Errorf("the hub: %d signing keys, exports %v", len(hub.SigningKeys), hub.Exports)
+	}
+	var from []string
+	for _, i := range hub.Imports {
+		from = append(from, i.Name+" "+string(i.Subject))
+	}
+	if want := []string{"mod.anchor.catalog mesh.mod.catalog.tool.*", "mod.anchor.registry mesh.mod.registry.tool.*"}; !slices.Equal(from, want) {
+		t.Errorf("the hub imports %v, want %v", from, want)
+	}
+
+	// Many serving accounts: several hubs, none over its share, each serving account in one.
+	var plain []Account
+	for i := range 2*HubShare + 10 {
+		plain = append(plain, Account{Name: fmt.Sprintf("mod.n.m%d", i), Exports: []Export{{Kind: ServiceExport, Subject: Tool(fmt.Sprintf("m%d", i), "t")}}})
+	}
+	big := &Plan{Account: "big", Accounts: append([]Account{{Name: "big", JetStream: true}, {Name: "person.root", Users: []string{"person.root"}}}, plain...),
+		Users: []User{{Name: "person.root", Publish: Permission{Allow: []string{everyTool}}}}}
+	accounts := big.jwtAccounts(big.usersByName())
+	hubOf := map[string]string{}
+	hubs := 0
+	for _, a := range accounts {
+		if !strings.HasPrefix(a.Name, "tools.") {
+			continue
+		}
+		hubs++
+		if len(a.Imports) > HubShare+HubShare/5 {
+			t.Errorf("%s imports from %d accounts", a.Name, len(a.Imports))
+		}
+		for _, i := range a.Imports {
+			if hubOf[i.Account] != "" {
+				t.Errorf("%s goes through %s and %s", i.Account, hubOf[i.Account], a.Name)
+			}
+			hubOf[i.Account] = a.Name
+		}
+	}
+	if hubs != 3 || len(hubOf) != len(plain) {
+		t.Fatalf("%d hubs for %d serving accounts; %d go through one", hubs, len(plain), len(hubOf))
+	}
+	root := accounts[slices.IndexFunc(accounts, func(a Account) bool { return a.Name == "person.root" })]
+	if len(root.Imports) != 3 {
+		t.Errorf("person.root imports %v, want every tool from each of the 3 hubs", root.Imports)
+	}
+	big.Accounts = append(big.Accounts, Account{Name: "mod.n.new", Exports: []Export{{Kind: ServiceExport, Subject: Tool("new", "t")}}})
+	moved := 0
+	for _, a := range big.jwtAccounts(big.usersByName()) {
+		for _, i := range a.Imports {
+			if strings.HasPrefix(a.Name, "tools.") && hubOf[i.Account] != "" && hubOf[i.Account] != a.Name {
+				moved++
+			}
+		}
+	}
+	if moved != 0 {
+		t.Errorf("a serving account added moved %d others to another hub", moved)
+	}
+}
+
+func mustClaims(t *testing.T, p *Plan) []AccountClaims {
+	t.Helper()
+	claims, err := p.Claims()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
 
 // `>` reads as itself in the canonical form, and an escaped backslash before "u003e" is left as

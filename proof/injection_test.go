@@ -55,6 +55,19 @@ func TestInjections(t *testing.T) {
 				}
 				stored(t, lands, "the image store's work queue stored catalog's answer as work", forged)
 			})
+			t.Run("a tool call by a person who may call every tool, whose reply is a seat's work subject", func(t *testing.T) {
+				// In operator mode alice reaches every tool through the tool hubs: two hops, each
+				// rewriting the reply.
+				controller := b.connect(t, "mesh-controller")
+				before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				b.connect(t, "person.alice").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", "forged work by alice")
+				forged := func() bool {
+					m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work by alice")
+				}
+				stored(t, lands, "the image store's work queue stored catalog's answer to alice as work", forged)
+			})
 			t.Run("a forged declaration into a machine's delivery subject", func(t *testing.T) {
 				// The controller has declared nothing on this bus: whatever arrives is forged. (What
 				// arrives is the consumer's next message, which in one account may be the info
