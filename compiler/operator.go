@@ -3,11 +3,11 @@ package compiler
 import (
 	"bytes"
 	"encoding/base64"
-	"hash/fnv"
-	"maps"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"time"
