@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/operator"
 )
@@ -500,7 +501,15 @@ func probeAccount(ctx context.Context, r *Resolver, a compiler.AccountClaims, pr
 	if err != nil {
 		return err
 	}
-	nc, err := opts.Dial(nats.Name("meshc probe"), nats.NoReconnect(), operator.UserOption(token, kp))
+	var nc *nats.Conn
+	for deadline := time.Now().Add(r.Wait); ; time.Sleep(100 * time.Millisecond) {
+		nc, err = opts.Dial(nats.Name("meshc probe"), nats.NoReconnect(), operator.UserOption(token, kp))
+		if errors.Is(err, nats.ErrAuthorization) || err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		// A server busy building accounts can fail a handshake (a timeout, a PING before the
+		// PONG): said only if it goes on.
+	}
 	if err != nil {
 		return fmt.Errorf("account %s was pushed, but a user of it cannot connect (%v): the servers do not take it; check that their configuration trusts the operator keys.yaml records", a.Name, err)
 	}
@@ -679,11 +688,38 @@ func (p Pushed) Say(dryRun bool) string {
 	return s
 }
 
-// ErrMeshNewToResolver is the refusal to create the mesh's streams on a resolver that never held
-// the mesh's account: a bus that ran from an accounts file keeps its streams in a directory named
-// after the account's name, and in operator mode the server looks under its key (docs/nats.md,
-// "Moving a bus to operator mode"). Creating them would start the mesh empty beside its history.
-func ErrMeshNewToResolver(plan *compiler.Plan) error {
+// OpenPusher reads operator mode's secrets — the operator's signing key (none for a dry run) and
+// the system user's credentials, each from its file or else its environment variable — and
+// connects as the system user with the connection's settings.
+func OpenPusher(ctx context.Context, c Connection, plan *compiler.Plan, keyPath, credsPath string, dryRun bool) (*Pusher, error) {
+	var signer nkeys.KeyPair
+	var err error
+	if !dryRun {
+		if signer, err = operator.SigningKey(keyPath, plan.Operator); err != nil {
+			return nil, err
+		}
+	}
+	system, err := operator.SystemUser(credsPath)
+	if err != nil {
+		return nil, err
+	}
+	return NewPusher(ctx, c.Endpoint, system, plan, signer, c.RequestTimeout)
+}
+
+// StartsEmpty refuses to create the mesh's streams when the resolver never held the mesh's account
+// before this apply (first is what pushing it did) and the bus holds none of the plan's streams:
+// a bus that ran from an accounts file keeps its streams in a directory named after the account's
+// name, and in operator mode the server looks under its key (docs/nats.md, "Moving a bus to
+// operator mode"). Creating them would start the mesh empty beside its history.
+func StartsEmpty(first Pushed, live *change.State, plan *compiler.Plan) error {
+	if !first.MeshNew {
+		return nil
+	}
+	for _, s := range live.Streams {
+		if slices.ContainsFunc(plan.Streams, func(p compiler.Stream) bool { return p.Config.Name == s.Name }) {
+			return nil
+		}
+	}
 	key := plan.Operator.Accounts[plan.Account]
 	return fmt.Errorf("the mesh's account %s is new to these servers and holds no stream: if the bus ran from an accounts file, its streams are in STORE/jetstream/%s on each server, "+
 		"and in operator mode the server keeps them in STORE/jetstream/%s. On one server: stop it, move the one directory to the other (mv STORE/jetstream/%s STORE/jetstream/%s), start it and apply again. "+

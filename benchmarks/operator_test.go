@@ -33,9 +33,9 @@ import (
 //	go test ./benchmarks -run '^$' -bench OperatorScale -benchtime 1x -timeout 3h -scale
 var scale = flag.Bool("scale", false, "run BenchmarkOperatorScale at 1,000 and 10,000 modules (long) instead of 100")
 
-// profileTo, with -scale, writes a CPU profile of the server while every principal connects to a
-// freshly pushed bus, at the largest size, into this directory (docs/nats.md, "Operator mode at
-// scale").
+// profileTo, with -scale, writes a CPU profile of the server's first 90 seconds of a fresh bus at
+// the largest size (operator mode: the push, whose probes build every account; the file: every
+// principal connecting) into this directory (docs/nats.md, "Operator mode at scale").
 var profileTo = flag.String("server-profile", "", "with -scale: write the server's CPU profile of the connect storm into `DIR`")
 
 // opFixture is a synthetic mesh with an account per principal in operator mode: an operator,
@@ -125,8 +125,10 @@ func BenchmarkOperatorClaims(b *testing.B) {
 //
 //   - fresh: a new server, every account pushed (each proven by a probe, which builds it) or the
 //     file loaded, then min(users, 10,000) principals connected, 16 at a time;
-//   - change: one person gains a tool with everyone connected, until its call is answered: one
-//     account pushed, or the file rewritten and reloaded; and whether anybody else was
+//   - change: one person gains a tool with everyone connected: delivered is apply's whole delivery
+//     (every account looked up, the one that differs pushed and probed; or the file rewritten and
+//     the reload confirmed), working is until the person's call is answered (in operator mode its
+//     scope changed, so its connection is closed and reconnects); and whether anybody else was
 //     disconnected;
 //   - restart: the server stopped and started with the clients connected, until every one is back.
 //
@@ -235,6 +237,12 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 	ctx := context.Background()
 	var push time.Duration
 	var sys *nats.Conn
+	stopProfile := func() {}
+	if profile {
+		// From the first push (operator mode builds every account as it probes it) or the first
+		// connection (the file built them all as it loaded).
+		stopProfile = p.cpuProfile(b, map[bool]string{true: "operator", false: "file"}[op], 90*time.Second)
+	}
 	if op {
 		creds, _ := f.op.SystemCreds()
 		sysOpt, _ := operator.SystemUserFrom(creds)
@@ -250,16 +258,12 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 		push = time.Since(start)
 	}
 
-	// Every principal, up to 10,000, connects (16 at a time, nats.go's defaults: a 2 s connect
-	// timeout, reconnecting for ever).
-	users := plan.Users[:min(len(plan.Users), 10000)]
+	// Every principal, up to 10,000 (every person among them), connects (16 at a time, nats.go's
+	// defaults: a 2 s connect timeout, reconnecting for ever).
+	users := clients(plan, 10000)
 	conns := make([]*nats.Conn, len(users))
 	disconnects := make([]atomic.Int32, len(users))
 	var failed atomic.Int32
-	stopProfile := func() {}
-	if profile {
-		stopProfile = p.cpuProfile(b, 60*time.Second)
-	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -299,9 +303,14 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 	conns[server].Flush()
 	changed := grantTool(plan, users[person].Name, tool, users[server].Account)
 	start = time.Now()
+	var delivered time.Duration
 	if op {
-		if _, err := pushAll(ctx, sys, p.url, f, changed); err != nil {
+		did, err := pushAll(ctx, sys, p.url, f, changed)
+		if err != nil {
 			b.Fatal(err)
+		}
+		if len(did.Pushed) != 1 {
+			b.Fatalf("one grant changed pushed %v", did.Pushed)
 		}
 	} else {
 		before, _ := loadedAt(fmt.Sprintf("http://127.0.0.1:%d/varz", p.http))
@@ -311,8 +320,9 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	delivered = time.Since(start)
 	for {
-		if m, err := conns[person].Request(tool, nil, time.Second); err == nil && string(m.Data) == "ok" {
+		if m, err := conns[person].Request(tool, nil, 100*time.Millisecond); err == nil && string(m.Data) == "ok" {
 			break
 		}
 		if time.Since(start) > 10*time.Minute {
@@ -353,11 +363,26 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 	b.ReportMetric(connectAll.Seconds(), "connect-all-s")
 	b.ReportMetric((load + push + connectAll).Seconds(), "fresh-s")
 	b.ReportMetric(float64(failed.Load()), "connect-timeouts")
+	b.ReportMetric(delivered.Seconds(), "change-delivered-s")
 	b.ReportMetric(change.Seconds(), "change-working-s")
 	b.ReportMetric(float64(others), "others-disconnected")
 	b.ReportMetric(restart.Seconds(), "restart-all-back-s")
 	b.ReportMetric(float64(back), "back-after-restart")
 	b.ReportMetric(float64(len(conns)), "clients")
+}
+
+// clients are the principals that connect: every person, then the others in the plan's order, n in
+// all.
+func clients(plan *compiler.Plan, n int) []compiler.User {
+	var people, others []compiler.User
+	for _, u := range plan.Users {
+		if u.Kind == compiler.KindPerson {
+			people = append(people, u)
+		} else {
+			others = append(others, u)
+		}
+	}
+	return append(people, others[:max(0, min(len(others), n-len(people)))]...)
 }
 
 // pushAll pushes the plan's accounts as meshc apply does, probes included.
@@ -422,7 +447,7 @@ func grantTool(plan *compiler.Plan, person, tool, from string) *compiler.Plan {
 
 // cpuProfile starts a CPU profile of the server for up to d and returns what stops waiting for
 // it; the profile is written into -server-profile.
-func (p *natsProcess) cpuProfile(b *testing.B, d time.Duration) func() {
+func (p *natsProcess) cpuProfile(b *testing.B, name string, d time.Duration) func() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -433,7 +458,7 @@ func (p *natsProcess) cpuProfile(b *testing.B, d time.Duration) func() {
 		}
 		defer resp.Body.Close()
 		os.MkdirAll(*profileTo, 0o755)
-		path := filepath.Join(*profileTo, "nats-server-connect-storm.pprof")
+		path := filepath.Join(*profileTo, "nats-server-"+name+".pprof")
 		out, err := os.Create(path)
 		if err != nil {
 			b.Logf("profile: %v", err)

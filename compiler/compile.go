@@ -315,8 +315,12 @@ func (c *compilation) people() {
 func (c *compilation) credentials() {
 	if c.ix.Catalogue.Credentials == nil {
 		if len(c.plan.Users) > 0 {
-			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue has no %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
-				catalogue.CredentialsFile, len(c.plan.Users)))
+			what := "hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)"
+			if c.plan.Operator != nil {
+				what = "signing key and `meshc emit` will refuse to write claims.json: run `meshc mint --missing --out CREDS` (it writes each user's credentials once and records only public keys)"
+			}
+			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue has no %s, so none of its %d bus users has a recorded %s",
+				catalogue.CredentialsFile, len(c.plan.Users), what))
 		}
 		return
 	}

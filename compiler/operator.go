@@ -455,9 +455,9 @@ func (c *compilation) accountKeys() {
 		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "with auth: operator the mesh needs an operator, and %s records none (or only part of one): run `meshc operator init --secrets DIR` once, which makes its keys, records the public ones and writes the secrets and the servers' configuration into DIR", catalogue.KeysFile))
 	}
 	var missing []string
-	for _, a := range c.plan.accounts() {
-		if k.Accounts[a.Name] == "" {
-			missing = append(missing, a.Name)
+	for _, a := range c.plan.OperatorAccounts() {
+		if k.Accounts[a] == "" {
+			missing = append(missing, a)
 		}
 	}
 	if len(missing) > 0 {

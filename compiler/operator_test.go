@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // operatorPlan compiles the proof's catalogue with auth: operator and gives it keys: an operator's,
@@ -392,5 +393,35 @@ func TestCompareAccountsInOperatorMode(t *testing.T) {
 	base.Operator, head.Operator = nil, nil
 	if got := CompareAccounts(base, &head); len(got) != 0 {
 		t.Errorf("a shared mesh without operator mode: %+v", got)
+	}
+}
+
+// A mesh in operator mode with no operator recorded, or an account with no key, is
+// credential-missing, said once each with the command that fixes it; a mesh with every key is
+// quiet.
+func TestMissingOperatorKeysAreFindings(t *testing.T) {
+	c, _ := cataloguetest.Load(t, "../proof/testdata/proof.txtar")
+	c.Mesh.Isolation.Value, c.Mesh.Auth.Value = catalogue.IsolationPerModule, catalogue.AuthOperator
+	_, findings := Compile(catalogue.NewIndex(c))
+	var said []string
+	for _, f := range findings {
+		if f.Rule == RuleCredentialMissing.ID && f.Pos.File == catalogue.MeshFile && strings.Contains(f.Message, catalogue.KeysFile) {
+			said = append(said, f.Message)
+		}
+	}
+	if len(said) != 2 || !strings.Contains(said[0], "12 account(s)") || !strings.Contains(said[0]+said[1], "meshc operator init") || !strings.Contains(said[0]+said[1], "meshc mint --missing") {
+		t.Fatalf("findings %q", said)
+	}
+	p := operatorPlan(t, catalogue.IsolationPerModule)
+	c.Keys = &catalogue.Keys{Operator: catalogue.Text{Value: p.Operator.Operator}, SigningKey: catalogue.Text{Value: p.Operator.SigningKey},
+		SystemAccount: catalogue.Text{Value: p.Operator.SystemAccount}, ProbeKey: catalogue.Text{Value: p.Operator.ProbeKey}, Accounts: map[string]catalogue.Text{}}
+	for name, key := range p.Operator.Accounts {
+		c.Keys.Accounts[name] = catalogue.Text{Value: key}
+	}
+	_, findings = Compile(catalogue.NewIndex(c))
+	for _, f := range findings {
+		if f.Rule == RuleCredentialMissing.ID && f.Pos.File == catalogue.MeshFile && !strings.Contains(f.Message, "credentials.yaml") {
+			t.Errorf("every key recorded, still: %s", f.Message)
+		}
 	}
 }

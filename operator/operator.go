@@ -48,7 +48,8 @@ func Secret(path, variable string) ([]byte, string, error) {
 	if v := os.Getenv(variable); v != "" {
 		return []byte(v), "$" + variable, nil
 	}
-	return nil, "", fmt.Errorf("no %s: set %s to it (a CI secret) or name its file", strings.ToLower(strings.TrimPrefix(strings.ReplaceAll(variable, "_", " "), "MESHC_")), variable)
+	what := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(variable, "MESHC_"), "_", " "))
+	return nil, "", fmt.Errorf("no %s: set %s to it (a CI secret) or name its file", what, variable)
 }
 
 // SigningKey reads the operator's signing key (a seed, SO…) from path or $MESHC_OPERATOR_SIGNING_KEY,

@@ -65,7 +65,11 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 // PrintConnect says where the bus is and how to connect to it as its users, by their contexts.
 func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
 	url, plan := b.URL, b.plan
-	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its development password and\n", url)
+	what := "development password"
+	if b.op != nil {
+		what = "development credentials"
+	}
+	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its %s and\n", url, what)
 	fmt.Fprintf(w, "the inbox prefix its grant names) in %s; connect as one, for example:\n\n", filepath.Dir(contexts[compiler.ControllerUser]))
 	shown := 0
 	for _, u := range plan.Users {

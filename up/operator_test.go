@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -104,5 +106,53 @@ func TestStreamsSurviveTheMoveToOperatorMode(t *testing.T) {
 	}
 	if _, _, err := Start(ctx, compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator), Options{State: state}); err == nil || !strings.Contains(err.Error(), "both") {
 		t.Fatalf("both directories: %v", err)
+	}
+}
+
+// A running bus in operator mode takes a catalogue change as pushes: the accounts that changed and
+// nothing else, no reload, the new user working, and a client of another account still connected.
+func TestUpdatePushesWithoutAReload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plan := compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator)
+	b, _, err := Start(ctx, plan, Options{State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	catalog, err := b.Connect("mod.anchor.catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer catalog.Close()
+	cid, _ := catalog.GetClientID()
+
+	// bob may now call prune too: his account changes, and nothing else.
+	changed := compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator)
+	bob := changed.User("person.bob")
+	bob.Publish.Allow = append(bob.Publish.Allow, "mesh.mod.registry.tool.prune")
+	i := slices.IndexFunc(changed.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
+	changed.Accounts[i].Imports = append(changed.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.anchor.registry"})
+	reloads, _, err := b.Update(ctx, changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reloads != 0 || !slices.Equal(b.Pushed.Pushed, []string{"person.bob"}) {
+		t.Fatalf("update: %d reloads, pushed %v", reloads, b.Pushed.Pushed)
+	}
+	registry, _ := b.Connect("mod.anchor.registry")
+	defer registry.Close()
+	registry.Subscribe("mesh.mod.registry.tool.prune", func(m *nats.Msg) { m.Respond([]byte("pruned")) })
+	registry.Flush()
+	caller, err := b.Connect("person.bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	if m, err := caller.Request("mesh.mod.registry.tool.prune", nil, 2*time.Second); err != nil || string(m.Data) != "pruned" {
+		t.Fatalf("bob's new call: %v", err)
+	}
+	if now, _ := catalog.GetClientID(); now != cid || !catalog.IsConnected() {
+		t.Fatal("a client of another account was disconnected by the push")
 	}
 }

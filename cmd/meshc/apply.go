@@ -8,20 +8,17 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"slices"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nkeys"
 	"golang.org/x/term"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
-	"github.com/meshc-dev/meshc/operator"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
@@ -166,6 +163,14 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
+	if plan.Operator == nil {
+		for _, f := range []string{"operator-key", "system-creds", "new-bus"} {
+			if given(fs)[f] {
+				fmt.Fprintf(stderr, "meshc apply: --%s is for a mesh with auth: operator, and this one has none\n", f)
+				return exitCantRun
+			}
+		}
+	}
 	var users *operatorPush
 	if plan.Operator != nil {
 		if users, exit = pushMeshAccount(inv, &conn, plan, *operatorKey, *systemCreds, *dryRun, *accountsPath); users == nil {
@@ -214,9 +219,11 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
-	if users != nil && users.first.MeshNew && !holdsAny(live, plan) && !*newBus {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", apply.ErrMeshNewToResolver(plan))
-		return exitFailed
+	if users != nil && !*newBus {
+		if err := apply.StartsEmpty(users.first, live, plan); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
 	if err := change.Render(stdout, changes, format); err != nil {
@@ -376,22 +383,11 @@ func pushMeshAccount(inv *invocation, conn *connectFlags, plan *compiler.Plan, k
 	if !conn.explicit() && natscontext.SelectedContext() == "" {
 		return fail(errNoServer)
 	}
-	var signer nkeys.KeyPair
-	var err error
-	if !dryRun {
-		if signer, err = operator.SigningKey(keyPath, plan.Operator); err != nil {
-			return fail(err)
-		}
-	}
-	system, err := operator.SystemUser(credsPath)
-	if err != nil {
-		return fail(err)
-	}
 	c, err := conn.resolve("apply", plan)
 	if err != nil {
 		return fail(err)
 	}
-	p, err := apply.NewPusher(context.Background(), c.Endpoint, system, plan, signer, c.RequestTimeout)
+	p, err := apply.OpenPusher(context.Background(), c, plan, keyPath, credsPath, dryRun)
 	if err != nil {
 		return fail(err)
 	}
@@ -421,15 +417,4 @@ func (o *operatorPush) all(ctx context.Context, dryRun bool, stderr io.Writer) i
 	did = did.After(o.first)
 	fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", did.Say(dryRun))
 	return exitOK
-}
-
-// holdsAny reports whether the bus holds any of the plan's streams (apply's own bucket is not
-// the mesh's).
-func holdsAny(live *change.State, plan *compiler.Plan) bool {
-	for _, s := range live.Streams {
-		if slices.ContainsFunc(plan.Streams, func(p compiler.Stream) bool { return p.Config.Name == s.Name }) {
-			return true
-		}
-	}
-	return false
 }

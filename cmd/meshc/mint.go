@@ -84,13 +84,9 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
-	if plan.Operator != nil {
-		if n, err := operator.RecordAccountKeys(*dir, plan); err != nil {
-			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
-			return exitCantRun
-		} else if n > 0 {
-			fmt.Fprintf(stderr, "meshc mint: recorded the keys of %d account(s) in %s\n", n, catalogue.KeysFile)
-		}
+	if plan.Operator == nil && *out != "" {
+		fmt.Fprintf(stderr, "meshc mint: --out writes credentials files, which only a mesh with auth: operator has; without it mint prints each secret\n")
+		return exitCantRun
 	}
 	if *missing {
 		for _, u := range plan.Users {
@@ -100,6 +96,9 @@ func runMint(inv *invocation, args []string) int {
 		}
 		if len(users) == 0 {
 			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded hash\n")
+			if plan.Operator != nil && !recordAccountKeys(inv, *dir, plan) {
+				return exitCantRun
+			}
 			return exitOK
 		}
 	}
@@ -168,6 +167,9 @@ func mintCreds(inv *invocation, plan *compiler.Plan, edit *catalogue.Credentials
 			return exitCantRun
 		}
 	}
+	if !recordAccountKeys(inv, dir, plan) {
+		return exitCantRun
+	}
 	minted, err := operator.MintFor(plan, users)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
@@ -192,4 +194,17 @@ func mintCreds(inv *invocation, plan *compiler.Plan, edit *catalogue.Credentials
 	}
 	fmt.Fprintf(stderr, "meshc mint: recorded %d signing key(s) in %s; run `meshc emit` and `meshc apply` so the bus takes them\n", len(users), catalogue.CredentialsFile)
 	return exitOK
+}
+
+// recordAccountKeys gives every account without a key one, in keys.yaml, and says so.
+func recordAccountKeys(inv *invocation, dir string, plan *compiler.Plan) bool {
+	n, err := operator.RecordAccountKeys(dir, plan)
+	if err != nil {
+		fmt.Fprintf(inv.stderr, "meshc mint: %v\n", err)
+		return false
+	}
+	if n > 0 {
+		fmt.Fprintf(inv.stderr, "meshc mint: recorded the keys of %d account(s) in %s\n", n, catalogue.KeysFile)
+	}
+	return true
 }
