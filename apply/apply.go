@@ -39,6 +39,10 @@ type Options struct {
 	// create; an error stops that replace there, as a kill or a lost server would. For tests of
 	// what a rerun recovers.
 	AfterDelete func(change.Change) error
+	// AfterCreate, when set, is called once a consumer that resumes (replaced, or made again
+	// from a recorded point) exists again, before its resume point is removed; an error stops
+	// it there. For tests of what a rerun recovers.
+	AfterCreate func(change.Change) error
 }
 
 // Progress is one object done (or failed).
@@ -101,21 +105,38 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts 
 	}
 
 	a := &applier{js: js, opts: opts, total: total}
-	for _, phase := range phases {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(opts.Concurrency)
-		for _, c := range phase {
-			g.Go(func() error {
-				err := a.one(gctx, c)
-				a.report(c, err)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
+	for _, phase := range phases[:3] {
+		if err := a.concurrently(ctx, phase, a.one); err != nil {
 			return a.result(), err
 		}
 	}
+	for _, c := range phases[3] {
+		if c.Kind != change.KindConsumer || c.Action == change.Delete {
+			panic("apply: phase 3 holds consumers made, changed or replaced only")
+		}
+	}
+	if err := a.consumers(ctx, phases[3]); err != nil {
+		return a.result(), err
+	}
+	if err := a.forgetStale(ctx, cs.Stale); err != nil {
+		return a.result(), err
+	}
 	return a.result(), nil
+}
+
+// concurrently runs op on each change, at most Concurrency at once, reporting each; the first
+// error ends the rest.
+func (a *applier) concurrently(ctx context.Context, changes []change.Change, op func(context.Context, change.Change) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.opts.Concurrency)
+	for _, c := range changes {
+		g.Go(func() error {
+			err := op(gctx, c)
+			a.report(c, err)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // ErrRefused is what Apply returns, wrapped with the reasons, when the change set needs a
@@ -170,10 +191,6 @@ type applier struct {
 	opts  Options
 	total int
 
-	kvOnce sync.Once
-	kv     jetstream.KeyValue
-	kvErr  error
-
 	mu      sync.Mutex
 	done    int
 	applied int
@@ -218,12 +235,10 @@ func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) 
 }
 
 func (a *applier) one(ctx context.Context, c change.Change) error {
-	switch c.Kind {
-	case change.KindStream:
+	if c.Kind == change.KindStream {
 		return a.stream(ctx, c)
-	default:
-		return a.consumer(ctx, c)
 	}
+	return a.consumer(ctx, c)
 }
 
 func (a *applier) stream(ctx context.Context, c change.Change) error {
@@ -263,12 +278,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 
 func (a *applier) consumer(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
-	if c.Action == change.Replace {
-		// Where the replacement starts is on the bus before the old one is gone (resume.go).
-		if err := a.recordResume(ctx, c); err != nil {
-			return fmt.Errorf("%s consumer %s on %s: record where it resumes before deleting it: %w; nothing was deleted", verb, c.Consumer, c.Stream, explain(err))
-		}
-	}
+	// A replace's resume point is on its stream before this runs (resume.go).
 	if c.Action == change.Delete || c.Action == change.Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
@@ -281,7 +291,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 		}
 		if c.Action == change.Delete {
-			return a.forgotten(ctx, c)
+			return nil
 		}
 		if a.opts.AfterDelete != nil {
 			if err := a.opts.AfterDelete(c); err != nil {
@@ -319,17 +329,10 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 	if err != nil {
 		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 	}
-	return a.forgotten(ctx, c)
-}
-
-// forgotten removes a consumer's resume point once it is made again (or pruned). Failing to is
-// not failing the change: a point left behind is used only if the consumer goes missing again.
-func (a *applier) forgotten(ctx context.Context, c change.Change) error {
-	if c.Action != change.Replace && !c.ResumeRecorded {
-		return nil
-	}
-	if err := a.forgetResume(ctx, c); err != nil {
-		a.note(fmt.Sprintf("consumer %s on %s exists again, but its resume point could not be removed (%v): it is used only if the consumer goes missing", c.Consumer, c.Stream, err))
+	if a.opts.AfterCreate != nil && (c.Action == change.Replace || c.ResumeRecorded) {
+		if err := a.opts.AfterCreate(c); err != nil {
+			return fmt.Errorf("%s consumer %s on %s: stopped after making it again: %w", verb, c.Consumer, c.Stream, err)
+		}
 	}
 	return nil
 }

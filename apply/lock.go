@@ -88,7 +88,7 @@ func stateBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jet
 	}
 	return js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      compiler.ApplyBucket,
-		Description: "meshc apply: the lock that lets one apply at a time change the bus, and the resume points of consumers being replaced",
+		Description: "meshc apply: the lock that lets one apply at a time change the bus",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(replicas, 1),

@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
-	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Requester is what reading the live state needs of a connection; *nats.Conn has it. Kept this
@@ -131,11 +130,6 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	}
 	slices.SortFunc(st.Streams, func(a, b change.Stream) int { return strings.Compare(a.Name, b.Name) })
 
-	if s := st.Stream(compiler.ApplyBucketStream); s != nil && s.Unavailable == "" {
-		if err := r.readResumes(ctx); err != nil {
-			return nil, err
-		}
-	}
 	for i := range st.Streams {
 		s := &st.Streams[i]
 		if s.Unavailable != "" {

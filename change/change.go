@@ -123,8 +123,9 @@ type Change struct {
 	// Unmanaged names, for a stream being replaced, the consumers on it that meshc does not
 	// manage: a replace would delete them, so it is refused whatever the flags.
 	Unmanaged []string
-	// ResumeRecorded: the bus holds a resume point for this consumer (an earlier replace
-	// stopped between delete and create); apply removes it once the consumer exists again.
+	// ResumeRecorded: the consumer's stream holds a resume point for it (an earlier replace
+	// stopped between delete and create), which this create starts from; apply removes the
+	// point once the consumer exists again.
 	ResumeRecorded bool
 	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
 	// so it was left alone; the bus may still differ from the plan there.
@@ -152,6 +153,8 @@ type Changes struct {
 	// Unmanaged lists what the bus holds that meshc does not manage ("stream KV_leases",
 	// "consumer EVENTS/audit"): shown, never changed, whatever the flags.
 	Unmanaged []string
+	// Stale are resume points nothing will use, by stream and consumer: apply removes them.
+	Stale []StaleResume
 }
 
 // Count returns how many changes carry the action.
@@ -165,8 +168,9 @@ func (cs Changes) Count(a Action) int {
 	return n
 }
 
-// Empty reports whether applying would change nothing.
-func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) }
+// Empty reports whether applying would change nothing: no object to change and no stale resume
+// point to remove.
+func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) && len(cs.Stale) == 0 }
 
 // Unreadable counts the objects left alone because the server could not report them: a bus
 // with any may still differ from the plan, so "nothing to change" is not "matches".

@@ -33,6 +33,7 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 	d.strayStreams()
 	d.plannedConsumers()
 	d.strayConsumers()
+	d.staleResumes()
 	return d.changes()
 }
 
@@ -76,8 +77,12 @@ func (d *diffing) plannedStreams() {
 			c.Messages = ls.Messages
 			c.Fields = compareStreams(ls.Config, want)
 			c.Action = actionFor(c.Fields)
-			if c.Action == NoOp {
+			switch c.Action {
+			case NoOp:
 				c.StreamConfig = nil
+			case Update:
+				// Resume points still to be used ride along an update of their stream.
+				want.Metadata = withResumes(want.Metadata, d.neededResumes(ls))
 			}
 		}
 		if ls != nil && ls.ConsumersUnread {
@@ -145,10 +150,11 @@ func (d *diffing) plannedConsumers() {
 			c.Action = Create
 		case lc == nil:
 			c.Action = Create
-			if r, ok := live.Resumes[[2]string{pc.Stream, name}]; ok {
+			if r, ok := d.neededResumes(live.Stream(pc.Stream))[name]; ok {
 				// An apply deleted it to replace it and stopped before making it again.
 				r.applyTo(&want)
-				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on the bus before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
+				c.ResumeRecorded = true
+				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on its stream before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
 					name, pc.Stream, r.describe()))
 			}
 		case lc.Unavailable != "":
@@ -164,7 +170,6 @@ func (d *diffing) plannedConsumers() {
 				c.ConsumerConfig = nil
 			}
 		}
-		_, c.ResumeRecorded = live.Resumes[[2]string{pc.Stream, name}]
 		d.cs.Items = append(d.cs.Items, c)
 	}
 }
@@ -191,13 +196,80 @@ func (d *diffing) strayConsumers() {
 			case !d.wantStreams[ls.Name] && !d.opts.Prune:
 				// Its stream is already counted as left alone.
 			case d.opts.Prune:
-				_, recorded := d.live.Resumes[[2]string{ls.Name, lc.Name}]
-				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name, ResumeRecorded: recorded})
+				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name})
 			default:
 				d.strayConsumerNames = append(d.strayConsumerNames, ls.Name+"/"+lc.Name)
 			}
 		}
 	}
+}
+
+// neededResumes are the resume points a live stream of the plan carries that a create will use:
+// their consumer is in the plan and missing from the bus. None on a stream that is not the
+// plan's, is replaced (the new stream starts empty), or whose consumers could not be read.
+func (d *diffing) neededResumes(ls *Stream) map[string]ResumePoint {
+	if ls == nil || !d.wantStreams[ls.Name] || d.replaced[ls.Name] || ls.ConsumersUnread || ls.Unavailable != "" {
+		return nil
+	}
+	out := map[string]ResumePoint{}
+	for consumer, r := range ls.Resumes() {
+		if r.Recorded.IsZero() {
+			continue // not a point apply wrote: stale
+		}
+		if d.planned(ls.Name, consumer) && d.live.Consumer(ls.Name, consumer) == nil {
+			out[consumer] = r
+		}
+	}
+	return out
+}
+
+// planned says whether the plan has the consumer.
+func (d *diffing) planned(stream, consumer string) bool {
+	return slices.ContainsFunc(d.plan.Consumers, func(pc compiler.Consumer) bool {
+		return pc.Stream == stream && compiler.ConsumerName(pc.Config) == consumer
+	})
+}
+
+// staleResumes lists the resume points of the plan's streams that nothing will use: the
+// consumer exists (an apply stopped between making it again and removing its point), or the
+// plan no longer has it (removed or renamed). A replaced stream's go with it.
+func (d *diffing) staleResumes() {
+	for i := range d.live.Streams {
+		ls := &d.live.Streams[i]
+		if !d.wantStreams[ls.Name] || d.replaced[ls.Name] || ls.ConsumersUnread || ls.Unavailable != "" {
+			continue
+		}
+		needed := d.neededResumes(ls)
+		for consumer := range ls.Resumes() {
+			if _, ok := needed[consumer]; ok {
+				continue
+			}
+			why := "the plan no longer has the consumer"
+			switch {
+			case d.live.Consumer(ls.Name, consumer) != nil:
+				why = "the consumer exists: an apply made it again and stopped before removing the point"
+			case d.planned(ls.Name, consumer):
+				why = "meshc did not write it"
+			}
+			d.cs.Stale = append(d.cs.Stale, StaleResume{Stream: ls.Name, Consumer: consumer, Why: why})
+		}
+	}
+	sortStale(d.cs.Stale)
+}
+
+// withResumes returns metadata carrying the resume points as well (md is never changed).
+func withResumes(md map[string]string, points map[string]ResumePoint) map[string]string {
+	if len(points) == 0 {
+		return md
+	}
+	out := make(map[string]string, len(md)+len(points))
+	for k, v := range md {
+		out[k] = v
+	}
+	for _, r := range points {
+		out[r.Key()] = r.Value()
+	}
+	return out
 }
 
 // changes puts the change set in its order: streams, then consumers, each by name; the notes

@@ -3,6 +3,7 @@ package change
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/internal/output"
@@ -33,7 +34,19 @@ func (cs Changes) Summary() string {
 	if n := cs.Unreadable(); n > 0 {
 		s += fmt.Sprintf(" (%d of them unreadable, left alone)", n)
 	}
+	if n := len(cs.Stale); n > 0 {
+		s += fmt.Sprintf("; %d stale resume point(s) to remove", n)
+	}
 	return s
+}
+
+// notes are the change set's notes, then its stale resume points, each in a sentence.
+func (cs Changes) notes() []string {
+	out := slices.Clone(cs.Notes)
+	for _, s := range cs.Stale {
+		out = append(out, s.String())
+	}
+	return out
 }
 
 // shown is what a reviewer needs to see: every change, and every unchanged object that carries a
@@ -81,9 +94,9 @@ func renderText(w io.Writer, cs Changes) error {
 			fmt.Fprintf(&b, "      note: %s\n", safetext.Line(n))
 		}
 	}
-	if len(cs.Notes) > 0 {
+	if notes := cs.notes(); len(notes) > 0 {
 		b.WriteString("\nNotes:\n")
-		for _, n := range cs.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(&b, "  - %s\n", safetext.Line(n))
 		}
 	}
@@ -112,7 +125,8 @@ func renderText(w io.Writer, cs Changes) error {
 //	     "notes": ["…"]}
 //	  ],
 //	  "notes": ["…"],
-//	  "not_managed": ["stream KV_leases (key-value bucket leases)", "consumer EVENTS/audit"]
+//	  "not_managed": ["stream KV_leases (key-value bucket leases)", "consumer EVENTS/audit"],
+//	  "stale_resume_points": [{"stream": "EVENTS", "consumer": "old", "why": "…"}]
 //	}
 //
 // Values are rendered as text in the JetStream API's own words ("workqueue", "720h0m0s").
@@ -123,6 +137,8 @@ type jsonChanges struct {
 	Notes   []string     `json:"notes"`
 	// NotManaged is what the bus holds that meshc never changes.
 	NotManaged []string `json:"not_managed"`
+	// Stale are resume points apply removes.
+	Stale []StaleResume `json:"stale_resume_points"`
 }
 
 type jsonSummary struct {
@@ -154,6 +170,10 @@ func renderJSON(w io.Writer, cs Changes) error {
 		Changes:    []jsonChange{},
 		Notes:      nonNil(cs.Notes),
 		NotManaged: nonNil(cs.Unmanaged),
+		Stale:      cs.Stale,
+	}
+	if out.Stale == nil {
+		out.Stale = []StaleResume{}
 	}
 	for _, c := range cs.shown() {
 		jc := jsonChange{
@@ -219,9 +239,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, mdCell(c.Name()), strings.Join(what, "<br>"))
 		}
 	}
-	if len(cs.Notes) > 0 {
+	if notes := cs.notes(); len(notes) > 0 {
 		b.WriteString("\n")
-		for _, n := range cs.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))
 		}
 	}

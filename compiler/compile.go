@@ -141,7 +141,7 @@ func (c *compilation) controller() {
 		// subject cannot carry the answer (NATS-FACTS §10). Nothing but an enrolling machine
 		// subscribes under this prefix, each to its own.
 		EnrolmentAnswers("*"),
-		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
+		// apply's lock is a key of a bucket
 		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).
 		ApplyBucketSubjects(),
 	}...)

@@ -122,8 +122,8 @@ const (
 )
 
 // ApplyBucket is the key-value bucket where meshc apply keeps, on the bus, what must outlive
-// one run: the lock that lets one apply at a time change the bus, and the resume point of each
-// consumer being replaced. On the bus rather than a machine, because two applies may run from
+// one run: the lock that lets one apply at a time change the bus. (A replaced consumer's resume
+// point lives on its stream instead: change/resume.go.) On the bus rather than a machine, because two applies may run from
 // two machines, and a killed apply's rerun may run anywhere.
 const ApplyBucket = "meshc"
 
