@@ -39,6 +39,10 @@ type Options struct {
 	// create; an error stops that replace there, as a kill or a lost server would. For tests of
 	// what a rerun recovers.
 	AfterDelete func(change.Change) error
+	// AfterPark, when set, is called once a stream to be deleted is parked (its subjects moved
+	// aside) and found empty, before the delete; an error stops it there. For tests of what a
+	// rerun recovers.
+	AfterPark func(change.Change) error
 	// AfterCreate, when set, is called once a consumer that resumes (replaced, or made again
 	// from a recorded point) exists again, before its resume point is removed; an error stops
 	// it there. For tests of what a rerun recovers.
@@ -244,6 +248,9 @@ func (a *applier) one(ctx context.Context, c change.Change) error {
 func (a *applier) stream(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
 	if c.Action == change.Delete || c.Action == change.Replace {
+		if err := a.park(ctx, c); err != nil {
+			return err
+		}
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteStream(ctx, c.Stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -253,7 +260,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
+			return fmt.Errorf("%s stream %s: %w%s", verb, c.Stream, explain(err), a.unpark(ctx, c))
 		}
 		if c.Action == change.Delete {
 			return nil

@@ -152,7 +152,23 @@ func (a *applier) eachStream(ctx context.Context, byStream map[string][]change.R
 // editMetadata changes a stream's metadata on the configuration the server holds at that
 // moment, read just before, so nothing else of the stream changes.
 func (a *applier) editMetadata(ctx context.Context, stream string, edit func(md map[string]string)) error {
-	return a.call(ctx, func(ctx context.Context) error {
+	_, err := a.editStream(ctx, stream, func(cfg *jetstream.StreamConfig) {
+		md := maps.Clone(cfg.Metadata)
+		if md == nil {
+			md = map[string]string{}
+		}
+		edit(md)
+		cfg.Metadata = md
+	})
+	return err
+}
+
+// editStream changes a stream's configuration as the server holds it at that moment (read just
+// before), and returns the stream's state after: the update's answer when there was one. The
+// server's own `_nats.*` metadata is left to the server.
+func (a *applier) editStream(ctx context.Context, stream string, edit func(cfg *jetstream.StreamConfig)) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
+	err := a.call(ctx, func(ctx context.Context) error {
 		s, err := a.js.Stream(ctx, stream)
 		if err != nil {
 			return err
@@ -164,13 +180,21 @@ func (a *applier) editMetadata(ctx context.Context, stream string, edit func(md 
 				md[k] = v
 			}
 		}
-		before := maps.Clone(md)
-		edit(md)
-		if maps.Equal(before, md) {
+		cfg.Metadata = md
+		before := cfg
+		before.Metadata = maps.Clone(md)
+		before.Subjects = slices.Clone(cfg.Subjects)
+		edit(&cfg)
+		if maps.Equal(before.Metadata, cfg.Metadata) && slices.Equal(before.Subjects, cfg.Subjects) {
+			info = s.CachedInfo()
 			return nil
 		}
-		cfg.Metadata = md
-		_, err = a.js.UpdateStream(ctx, cfg)
-		return err
+		updated, err := a.js.UpdateStream(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		info = updated.CachedInfo()
+		return nil
 	})
+	return info, err
 }

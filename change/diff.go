@@ -88,6 +88,11 @@ func (d *diffing) plannedStreams() {
 		if ls != nil && ls.ConsumersUnread {
 			d.unread[name] = true
 		}
+		if ls != nil && ls.Unavailable == "" {
+			if _, parked := ParkedSubjects(ls.Config); parked {
+				c.Notes = append(c.Notes, parkedNote(name))
+			}
+		}
 		if c.Action == Replace {
 			d.replaced[name] = true
 			lost := "it holds no messages"
@@ -126,6 +131,12 @@ func (d *diffing) strayStreams() {
 			d.deleted[ls.Name] = true
 			d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})
 		default:
+			if _, parked := ParkedSubjects(ls.Config); parked {
+				// Left alone, it must at least take messages again.
+				want := Unparked(ls.Config)
+				d.cs.Items = append(d.cs.Items, Change{Action: Update, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages,
+					StreamConfig: &want, Fields: compareStreams(ls.Config, want), Notes: []string{parkedNote(ls.Name)}})
+			}
 			d.strays = append(d.strays, ls.Name)
 		}
 	}
@@ -202,6 +213,11 @@ func (d *diffing) strayConsumers() {
 			}
 		}
 	}
+}
+
+// parkedNote says a stream is parked, for a plan that finds one.
+func parkedNote(stream string) string {
+	return fmt.Sprintf("stream %s is parked (its subjects moved to %s by an apply that stopped before deleting it, so it takes no message): apply gives them back unless it deletes the stream", stream, ParkedSubject(stream))
 }
 
 // neededResumes are the resume points a live stream of the plan carries that a create will use:
