@@ -24,6 +24,9 @@ type Options struct {
 	Prune bool
 	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
 	PurgeNonEmpty bool
+	// AllowDiscard permits a change the server makes in place by dropping stored messages (a
+	// limit lowered, retention limits → interest, discard new → old): they are lost.
+	AllowDiscard bool
 	// Concurrency bounds the requests in flight. Default 64: one request at a time is the
 	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (NATS-FACTS §9), and on a
 	// slow disk the server's file store, not meshc, sets the pace, so more in flight keeps it
@@ -159,6 +162,13 @@ func Refusals(cs change.Changes, opts Options) error {
 			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",
 				noun, strings.Join(c.Unmanaged, ", ")))
 			continue
+		}
+		if discarding := c.Discarding(); len(discarding) > 0 && !opts.AllowDiscard {
+			var what []string
+			for _, f := range discarding {
+				what = append(what, fmt.Sprintf("%s %s → %s (%s)", f.Name, f.Old, f.New, f.DropsSaid()))
+			}
+			refused = append(refused, fmt.Sprintf("%s would drop messages it stores: %s; apply with --allow-discard if they may go", noun, strings.Join(what, ", ")))
 		}
 		switch c.Action {
 		case change.Replace:

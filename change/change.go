@@ -52,6 +52,11 @@ type Field struct {
 	New  string `json:"new"`
 	// Replaces: the server cannot change this in place, so the object is deleted and made again.
 	Replaces bool `json:"replaces,omitempty"`
+	// Discards: the server changes this in place by dropping messages the stream holds
+	// (replace.go); DiscardsWhen says which, and Drops how many, where the bus could say.
+	Discards     bool   `json:"discards,omitempty"`
+	DiscardsWhen string `json:"discards_when,omitempty"`
+	Drops        string `json:"drops,omitempty"`
 	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
 	// change adds and takes away: a reviewer reads one new filter, not two long lists.
 	Added   []string `json:"added,omitempty"`
@@ -133,6 +138,20 @@ type Change struct {
 	// StreamConfig or ConsumerConfig is what apply asserts (nil for a delete or no-op).
 	StreamConfig   *jetstream.StreamConfig
 	ConsumerConfig *jetstream.ConsumerConfig
+}
+
+// Discarding lists the fields of a change the server makes by dropping stored messages.
+func (c Change) Discarding() []Field {
+	var out []Field
+	if c.Action != Update {
+		return nil
+	}
+	for _, f := range c.Fields {
+		if f.Discards {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Name is the object's name as a reviewer reads it: STREAM or STREAM/consumer.

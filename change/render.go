@@ -40,6 +40,14 @@ func (cs Changes) Summary() string {
 	return s
 }
 
+// DropsSaid is what a discarding field drops: how many where the bus could say, else when.
+func (f Field) DropsSaid() string {
+	if f.Drops != "" {
+		return f.Drops
+	}
+	return f.DiscardsWhen
+}
+
 // notes are the change set's notes, then its stale resume points, each in a sentence.
 func (cs Changes) notes() []string {
 	out := slices.Clone(cs.Notes)
@@ -87,6 +95,9 @@ func renderText(w io.Writer, cs Changes) error {
 			fmt.Fprintf(&b, "      %s: %s → %s", f.Name, safetext.Line(f.Old), safetext.Line(f.New))
 			if f.Replaces {
 				b.WriteString("  (forces replacement)")
+			}
+			if f.Discards && c.Action == Update {
+				fmt.Fprintf(&b, "  (discards stored messages: %s)", f.DropsSaid())
 			}
 			b.WriteString("\n")
 		}
@@ -230,6 +241,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				s := fmt.Sprintf("`%s`: `%s` → `%s`", f.Name, mdCell(f.Old), mdCell(f.New))
 				if f.Replaces {
 					s += " (forces replacement)"
+				}
+				if f.Discards && c.Action == Update {
+					s += " (**discards stored messages**: " + mdCell(f.DropsSaid()) + ")"
 				}
 				what = append(what, s)
 			}

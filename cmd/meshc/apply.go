@@ -21,7 +21,7 @@ import (
 	"github.com/meshc-dev/meshc/emit"
 )
 
-const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
+const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
@@ -33,8 +33,11 @@ keeps delivering, and is reported.
 
 Nothing is lost quietly: a change the server cannot make in place (a stream's storage or
 retention, a consumer's ack policy, pull <-> push) is refused unless --allow-replace; an object
-the plan no longer has is deleted only with --prune; and a stream holding messages is deleted or
-replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
+the plan no longer has is deleted only with --prune; a stream holding messages is deleted or
+replaced only with --purge-non-empty as well, and whether it holds any is checked by the server
+at the delete; and a change the server makes by dropping stored messages (a limit lowered,
+retention limits -> interest, discard new -> old) only with --allow-discard, the plan saying how
+many it drops. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
 One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
@@ -66,6 +69,7 @@ Flags:
   --allow-replace   delete and re-make objects whose change cannot be made in place
   --prune           delete objects the plan no longer has
   --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
+  --allow-discard   make changes that drop stored messages (a lowered limit: those beyond it)
   --concurrency N   requests in flight (default 64)
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
@@ -79,8 +83,9 @@ Flags:
 ` + connectHelp + `
 Exit status:
   0  applied (or nothing to change)
-  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty to
-     proceed, or --accounts finds a user with no recorded hash (see --allow-missing)
+  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
+     --allow-discard to proceed (or a stream to delete received messages since the plan was
+     read), or --accounts finds a user with no recorded hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
@@ -94,6 +99,7 @@ func runApply(inv *invocation, args []string) int {
 	allowReplace := fs.Bool("allow-replace", false, "re-make objects whose change cannot be made in place")
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
+	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
@@ -111,7 +117,7 @@ func runApply(inv *invocation, args []string) int {
 	}
 	const noLock = "--break-lock removes a stuck apply's lock and applies nothing"
 	if !refuseCombos(fs, stderr,
-		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
+		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "allow-discard", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
 		combo{flag: "dry-run", notWith: []string{"accounts", "lock-timeout", "concurrency"}, why: "--dry-run prints the plan and touches nothing: it writes no file, takes no lock and sends no request"},
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
@@ -178,6 +184,10 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if err := apply.CountDrops(ctx, bus, changes, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix}); err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
+		return exitCantRun
+	}
 	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
@@ -185,7 +195,7 @@ func runApply(inv *invocation, args []string) int {
 	if *dryRun {
 		return exitOK
 	}
-	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, Concurrency: *concurrency}
+	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Concurrency: *concurrency}
 	if err := apply.Refusals(changes, opts); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		if accounts != nil {

@@ -108,6 +108,7 @@ func runPlan(inv *invocation, args []string) int {
 	}
 	var live *change.State
 	var err error
+	var count func(change.Changes) error
 	if conn.explicit() {
 		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
@@ -115,6 +116,9 @@ func runPlan(inv *invocation, args []string) int {
 		}
 		defer bus.Close()
 		live = state
+		count = func(cs change.Changes) error {
+			return apply.CountDrops(context.Background(), bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+		}
 	} else {
 		if *goldenDir == "" {
 			*goldenDir = filepath.Join(dir, catalogue.GoldenDir)
@@ -127,6 +131,13 @@ func runPlan(inv *invocation, args []string) int {
 		}
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if count != nil {
+		// What a change would drop is counted on the live bus only.
+		if err := count(changes); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+	}
 	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 		return exitCantRun
