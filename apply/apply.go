@@ -24,6 +24,9 @@ type Options struct {
 	Prune bool
 	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
 	PurgeNonEmpty bool
+	// Adopt permits taking as the mesh's what the plan names but carries no meshc mark (another
+	// application's stream of the same name, or one made by hand): its settings become the plan's.
+	Adopt bool
 	// AllowDiscard permits a change the server makes in place by dropping stored messages (a
 	// limit lowered, retention limits → interest, discard new → old): they are lost.
 	AllowDiscard bool
@@ -157,6 +160,14 @@ func Refusals(cs change.Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
+		if c.Foreign != "" && c.Action != change.NoOp {
+			// No flag gives this either: another mesh's object is that mesh's to change.
+			refused = append(refused, fmt.Sprintf("%s belongs to %s (its mark, or its stream's, says so), and meshc never changes another mesh's or catalogue's objects whatever the flags: two meshes sharing an account must not share stream names, and two catalogues of one mesh must not share a bus", noun, c.Foreign))
+			continue
+		}
+		if c.Adopts && c.Action != change.NoOp && !opts.Adopt {
+			refused = append(refused, fmt.Sprintf("%s exists without meshc's mark (another application's?): apply with --adopt to make it the mesh's, with the plan's settings", noun))
+		}
 		if len(c.Unmanaged) > 0 && (c.Action == change.Replace || c.Action == change.Delete) {
 			// No flag gives this: meshc never deletes what it does not manage.
 			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",

@@ -38,7 +38,7 @@ func TestTwoAppliesAtOnceEndAsOneOfThem(t *testing.T) {
 	planB.Streams = slices.Clone(planA.Streams)
 	planB.Consumers = slices.Clone(planA.Consumers)
 	for i := range planB.Streams {
-		planB.Streams[i].Config.MaxAge += time.Hour
+		planB.Streams[i].Config.Description = "catalogue B"
 	}
 	for i := range planB.Consumers {
 		planB.Consumers[i].Config.AckWait += time.Second

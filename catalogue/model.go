@@ -53,7 +53,10 @@ type Ignore struct {
 type Mesh struct {
 	File string
 	// Name is the NATS account the users live in.
-	Name       Text
+	Name Text
+	// ID says which catalogue of the mesh this is: every stream and consumer apply writes is
+	// marked with it, so two catalogues that share a name never take each other's objects.
+	ID         Text
 	Roles      []*Seat
 	Controller Controller
 	// Aliases are seat renames, old to new, in file order.

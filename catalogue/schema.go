@@ -76,6 +76,7 @@ func meshTable(m *Mesh) *table {
 		required: []string{"name"},
 		fields: []field{
 			{"name", text(&m.Name), "The mesh's name: the NATS account every bus user of the mesh lives in."},
+			{"id", text(&m.ID), "Which catalogue of the mesh this is, minted once (`uuidgen` prints one) and never changed: every stream and consumer meshc apply writes is marked with it, and apply never changes or prunes what another catalogue marked, even one that shares the mesh's name."},
 			{"roles", listOf(func() (*table, func()) {
 				s := &Seat{}
 				return seatTable(s, "a role"), func() {

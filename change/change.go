@@ -132,6 +132,12 @@ type Change struct {
 	// stopped between delete and create), which this create starts from; apply removes the
 	// point once the consumer exists again.
 	ResumeRecorded bool
+	// Adopts: the object exists without any meshc mark (another application's, or made by hand
+	// or before marks): applying the change makes it the mesh's, which only --adopt permits.
+	Adopts bool
+	// Foreign names whose mark the object (or its stream) carries when it is another mesh's or
+	// another catalogue's: the change is refused whatever the flags.
+	Foreign string
 	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
 	// so it was left alone; the bus may still differ from the plan there.
 	Unreadable bool

@@ -21,13 +21,15 @@ type DiffOptions struct {
 // exactly what apply does. Both sides are normalised to the server's defaults and stripped of
 // the server's own metadata first, so a bus holding exactly the plan shows nothing to change.
 //
-// Ownership: what the plan names is the mesh's, and gets the mesh's mark on its next update (an
-// existing bus is adopted). What it does not name is pruned only when it carries the mark;
-// everything else — KV and object-store buckets, other applications' streams, consumers another
-// tool added to the mesh's streams — is listed as not managed and never changed.
+// Ownership (compiler.Ownership): what the plan names and carries this catalogue's mark is the
+// mesh's. One the plan names that carries no mark is adopted only when asked (Change.Adopts,
+// apply --adopt), and one carrying another mesh's or another catalogue's mark is never changed
+// (Change.Foreign). What the plan does not name is pruned only when it carries this catalogue's
+// mark; everything else — KV and object-store buckets, other applications' streams, consumers
+// another tool added to the mesh's streams — is listed as not managed and never changed.
 func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 	d := &diffing{live: live, plan: plan, opts: opts,
-		wantStreams: map[string]bool{}, replaced: map[string]bool{}, deleted: map[string]bool{},
+		wantStreams: map[string]bool{}, foreign: map[string]string{}, replaced: map[string]bool{}, deleted: map[string]bool{},
 		unread: map[string]bool{}, wantConsumers: map[[2]string]bool{}}
 	d.plannedStreams()
 	d.strayStreams()
@@ -47,6 +49,7 @@ type diffing struct {
 	cs   Changes
 
 	wantStreams   map[string]bool
+	foreign       map[string]string // the plan's streams another mesh or catalogue marked: whose
 	replaced      map[string]bool
 	deleted       map[string]bool
 	unread        map[string]bool
@@ -75,6 +78,10 @@ func (d *diffing) plannedStreams() {
 			c.Notes = append(c.Notes, fmt.Sprintf("stream %s is %s: it exists, so it is not created again, and it cannot be compared, so it is not changed; apply again when its peers are back", name, ls.Unavailable))
 		default:
 			c.Messages = ls.Messages
+			d.owner(&c, ls.Config.Metadata)
+			if c.Foreign != "" {
+				d.foreign[name] = c.Foreign
+			}
 			c.Fields = compareStreams(ls.Config, want)
 			c.Action = actionFor(c.Fields)
 			switch c.Action {
@@ -122,7 +129,7 @@ func (d *diffing) strayStreams() {
 		case ls.Unavailable != "":
 			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
 		case !d.plan.Owns(ls.Config.Metadata):
-			d.cs.Unmanaged = append(d.cs.Unmanaged, unmanagedStream(ls))
+			d.cs.Unmanaged = append(d.cs.Unmanaged, unmanagedStream(ls, d.plan))
 		case len(foreign) > 0:
 			// Deleting a stream deletes every consumer on it, and some are not the mesh's.
 			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
@@ -153,6 +160,10 @@ func (d *diffing) plannedConsumers() {
 		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
 		lc := live.Consumer(pc.Stream, name)
+		if whose, ok := d.foreign[pc.Stream]; ok {
+			c.Foreign = whose
+			c.Notes = append(c.Notes, fmt.Sprintf("its stream %s carries the mark of %s: neither it nor its consumers are changed", pc.Stream, whose))
+		}
 		switch {
 		case d.unread[pc.Stream]:
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
@@ -172,7 +183,12 @@ func (d *diffing) plannedConsumers() {
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
 			c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s is %s: not made again, not changed", name, pc.Stream, lc.Unavailable))
 		default:
-			c.Fields, c.Notes = compareConsumers(*lc, &want)
+			var notes []string
+			c.Fields, notes = compareConsumers(*lc, &want)
+			c.Notes = append(c.Notes, notes...)
+			if c.Foreign == "" {
+				d.owner(&c, lc.Config.Metadata)
+			}
 			c.Action = actionFor(c.Fields)
 			if c.Action == Replace {
 				resumeAfterAckFloor(*lc, &want, &c)
@@ -201,7 +217,7 @@ func (d *diffing) strayConsumers() {
 			case lc.Unavailable != "":
 				d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
 			case !d.plan.Owns(lc.Config.Metadata):
-				d.unmanagedConsumers = append(d.unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name)
+				d.unmanagedConsumers = append(d.unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name+markedBy(lc.Config.Metadata, d.plan))
 			case d.replaced[ls.Name] || d.deleted[ls.Name]:
 				// Goes with its stream; said in the stream's note.
 			case !d.wantStreams[ls.Name] && !d.opts.Prune:
@@ -309,15 +325,43 @@ func (d *diffing) changes() Changes {
 	return cs
 }
 
-// unmanagedStream names a stream meshc does not manage, saying what it is when its name says so.
-func unmanagedStream(ls Stream) string {
+// unmanagedStream names a stream meshc does not manage, saying what it is when its name says so,
+// and whose mark it carries when it carries another's.
+func unmanagedStream(ls Stream, plan *compiler.Plan) string {
 	switch {
 	case strings.HasPrefix(ls.Name, "KV_"):
 		return "stream " + ls.Name + " (key-value bucket " + strings.TrimPrefix(ls.Name, "KV_") + ")"
 	case strings.HasPrefix(ls.Name, "OBJ_"):
 		return "stream " + ls.Name + " (object store " + strings.TrimPrefix(ls.Name, "OBJ_") + ")"
 	}
-	return "stream " + ls.Name
+	return "stream " + ls.Name + markedBy(ls.Config.Metadata, plan)
+}
+
+// markedBy says " (marked by …)" for an object another mesh or catalogue marked, else "".
+func markedBy(md map[string]string, plan *compiler.Plan) string {
+	switch plan.Ownership(md) {
+	case compiler.OtherMesh, compiler.OtherCatalogue:
+		return " (marked by " + compiler.Whose(md) + ")"
+	}
+	return ""
+}
+
+// owner notes what an existing object's mark makes of a change to it: an adoption for an
+// unmarked one, a refusal for another's, an upgrade for a mark that names the mesh alone.
+func (d *diffing) owner(c *Change, md map[string]string) {
+	noun := string(c.Kind) + " " + c.Name()
+	switch d.plan.Ownership(md) {
+	case compiler.Unmarked:
+		c.Adopts = true
+		c.Notes = append(c.Notes, fmt.Sprintf("%s exists without meshc's mark (another application's, made by hand, or by a meshc from before marks): apply makes it the mesh's, with the plan's settings, only with --adopt", noun))
+	case compiler.OtherMesh, compiler.OtherCatalogue:
+		c.Foreign = compiler.Whose(md)
+		c.Notes = append(c.Notes, fmt.Sprintf("%s carries the mark of %s: it is not this catalogue's, and apply never changes it, whatever the flags", noun, c.Foreign))
+	case compiler.Ours:
+		if _, hasID := md[compiler.CatalogueKey]; !hasID && d.plan.Catalogue != "" {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is marked with the mesh's name alone (from before catalogues had an id): its mark gains this catalogue's id", noun))
+		}
+	}
 }
 
 // foreignConsumers names the consumers on a stream that do not carry the mesh's mark and the

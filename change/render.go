@@ -133,6 +133,8 @@ func renderText(w io.Writer, cs Changes) error {
 //	     // a list field also says what it adds and removes: "added": [...], "removed": [...]
 //	     "messages": 12,                                   // streams only
 //	     "unreadable": true,                               // only when the server could not report it
+//	     "adopts": true,                                   // only when it carries no meshc mark
+//	     "foreign": "mesh \"other\"",                      // only when another mesh or catalogue marked it
 //	     "notes": ["…"]}
 //	  ],
 //	  "notes": ["…"],
@@ -171,6 +173,8 @@ type jsonChange struct {
 	Fields     []Field  `json:"fields"`
 	Messages   *uint64  `json:"messages,omitempty"`
 	Unreadable bool     `json:"unreadable,omitempty"`
+	Adopts     bool     `json:"adopts,omitempty"`
+	Foreign    string   `json:"foreign,omitempty"`
 	Notes      []string `json:"notes"`
 }
 
@@ -190,7 +194,7 @@ func renderJSON(w io.Writer, cs Changes) error {
 		jc := jsonChange{
 			Action: c.Action.Word(), Symbol: strings.TrimSpace(c.Action.String()), Kind: c.Kind,
 			Stream: c.Stream, Consumer: c.Consumer, Fields: c.Fields, Notes: nonNil(c.Notes),
-			Unreadable: c.Unreadable,
+			Unreadable: c.Unreadable, Adopts: c.Adopts, Foreign: c.Foreign,
 		}
 		if jc.Fields == nil {
 			jc.Fields = []Field{}

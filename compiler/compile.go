@@ -40,7 +40,7 @@ const NodeAckWait = 5 * time.Minute
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
-		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys()}}
+		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
 	users, consumers := 1, 3+len(ix.Seats)

@@ -21,7 +21,7 @@ import (
 	"github.com/meshc-dev/meshc/emit"
 )
 
-const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard]
+const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
@@ -46,11 +46,13 @@ works. A second apply waits up to --lock-timeout and then exits 2 naming the hol
 apply's lock expires a minute after its last renewal; a stuck one's is removed with
 --break-lock. --dry-run reads without the lock.
 
-Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>.
-What the plan names is the mesh's and gets the mark on its next update. --prune deletes only
-marked objects the plan no longer has; everything else (KV and object-store buckets, other
-applications' streams, consumers other tools added) is listed as not managed and never
-changed, whatever the flags.
+Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>
+and, when mesh.yaml has an id, meshc.catalogue: <id>. What the plan names and carries no mark
+is taken as the mesh's only with --adopt (the plan says so); what carries another mesh's or
+another catalogue's mark is never changed, whatever the flags. --prune deletes only objects
+this catalogue marked that the plan no longer has; everything else (KV and object-store
+buckets, other applications' streams, consumers other tools added) is listed as not managed
+and never changed, whatever the flags.
 
 With --accounts PATH it also writes the composed accounts file (the users, hashes and
 permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
@@ -70,6 +72,7 @@ Flags:
   --prune           delete objects the plan no longer has
   --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
   --allow-discard   make changes that drop stored messages (a lowered limit: those beyond it)
+  --adopt           take as the mesh's what the plan names but carries no meshc mark
   --concurrency N   requests in flight (default 64)
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
@@ -84,7 +87,7 @@ Flags:
 Exit status:
   0  applied (or nothing to change)
   1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
-     --allow-discard to proceed (or a stream to delete received messages since the plan was
+     --allow-discard/--adopt to proceed (or names another mesh's object) (or a stream to delete received messages since the plan was
      read), or --accounts finds a user with no recorded hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
@@ -100,6 +103,7 @@ func runApply(inv *invocation, args []string) int {
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
 	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages")
+	adopt := fs.Bool("adopt", false, "take as the mesh's what the plan names but carries no meshc mark")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
 	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
@@ -117,7 +121,7 @@ func runApply(inv *invocation, args []string) int {
 	}
 	const noLock = "--break-lock removes a stuck apply's lock and applies nothing"
 	if !refuseCombos(fs, stderr,
-		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "allow-discard", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
+		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "allow-discard", "adopt", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
 		combo{flag: "dry-run", notWith: []string{"accounts", "lock-timeout", "concurrency"}, why: "--dry-run prints the plan and touches nothing: it writes no file, takes no lock and sends no request"},
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
@@ -195,7 +199,7 @@ func runApply(inv *invocation, args []string) int {
 	if *dryRun {
 		return exitOK
 	}
-	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Concurrency: *concurrency}
+	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency}
 	if err := apply.Refusals(changes, opts); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		if accounts != nil {
