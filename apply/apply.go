@@ -35,6 +35,9 @@ type Options struct {
 	// slow disk the server's file store, not meshc, sets the pace, so more in flight keeps it
 	// busy (BENCHMARKS.md).
 	Concurrency int
+	// Fence, when set, is asked before every write whether it may still be made: Lock.Check,
+	// so a lock lost stops the writes at the next one (fence.go).
+	Fence func(context.Context) error
 	// Progress, when set, is told after each object (never concurrently).
 	Progress func(Progress)
 	// RetryFor bounds the retries of one request on a transient failure. Default 60 s.
@@ -246,11 +249,16 @@ func (a *applier) result() Result {
 	return Result{Applied: a.applied, Notes: append([]string(nil), a.notes...)}
 }
 
-// call runs one request with the retry policy.
+// call runs one request with the retry policy, each attempt behind the fence.
 func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) error {
 	return retry(ctx, a.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, a.opts.AttemptTimeout)
 		defer cancel()
+		if a.opts.Fence != nil {
+			if err := a.opts.Fence(ctx); err != nil {
+				return err
+			}
+		}
 		if err := op(ctx); err != nil {
 			// A refused request only times out; the refusal is on the connection.
 			return explainRequestError(a.js.Conn(), err)

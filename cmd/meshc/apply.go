@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"os/user"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
@@ -153,6 +154,7 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
+	var fence func(context.Context) error
 	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
 		return exit
@@ -163,8 +165,13 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}
+	// Ctrl-C or SIGTERM ends the apply where it is, and the deferred release below gives the
+	// lock back rather than leaving it held to its expiry; a second one kills at once.
+	sig, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	context.AfterFunc(sig, stopSignals)
 	// A refusal ends every request in flight at once: it will not pass by waiting.
-	ctx, cancel := bus.Watch(context.Background())
+	ctx, cancel := bus.Watch(sig)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancelTimeout()
@@ -174,13 +181,16 @@ func runApply(inv *invocation, args []string) int {
 	if !*dryRun {
 		// Locked before the read: a state read while another apply changes it is already
 		// stale, and applying a diff of it would undo the other's work.
-		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout, Replicas: stateReplicas(bus.Conn)})
+		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout,
+			Waiting: func(h apply.LockHolder) {
+				fmt.Fprintf(stderr, "meshc apply: waiting up to %s for the lock held by %s\n", *lockTimeout, h)
+			}})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 			return exitCantRun
 		}
 		defer lock.Release(context.Background())
-		ctx = lock.Context()
+		ctx, fence = lock.Context(), lock.Check
 	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
@@ -199,7 +209,7 @@ func runApply(inv *invocation, args []string) int {
 	if *dryRun {
 		return exitOK
 	}
-	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency}
+	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency, Fence: fence}
 	if err := apply.Refusals(changes, opts); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		if accounts != nil {
@@ -251,16 +261,6 @@ func lockHolder(plan *compiler.Plan) string {
 	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", plan.Account, who, host, os.Getpid())
 }
 
-// stateReplicas is the replica count of apply's bucket when this apply makes it: three on a
-// cluster of three or more servers, so the lock and the resume points survive a node lost,
-// and one on a single server.
-func stateReplicas(nc *nats.Conn) int {
-	if len(nc.Servers()) >= 3 {
-		return 3
-	}
-	return 1
-}
-
 // whyStopped says why a request stopped when something other than the request ended it: the
 // lock lost, or the server refusing this connection something (then the refusal is the news,
 // not the "context canceled" it left behind).
@@ -272,6 +272,9 @@ func whyStopped(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
 	case errors.As(cause, &refused) && !errors.As(err, &refused):
 		return refused
+	case ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded):
+		// Ctrl-C or SIGTERM.
+		return fmt.Errorf("stopped, %v (%v): what was done stands and the lock is given back; apply again to finish", cause, err)
 	}
 	return err
 }
