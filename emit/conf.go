@@ -9,13 +9,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -301,36 +298,4 @@ func writeQuoted(b *bytes.Buffer, s string) {
 		i++
 	}
 	b.WriteByte('"')
-}
-
-// AccountNames reads the names of the accounts an accounts file declares, with the server's own
-// parser. A reload that creates an account leaves that account's service imports dead until the
-// next reload (NATS-FACTS §12), so whoever reloads compares the names before and after.
-func AccountNames(data []byte) ([]string, error) {
-	m, err := conf.Parse(string(data))
-	if err != nil {
-		return nil, err
-	}
-	accounts, _ := m["accounts"].(map[string]any)
-	return slices.Sorted(maps.Keys(accounts)), nil
-}
-
-// AccountsAdded returns the accounts the after file declares and the before file does not: a
-// reload from one to the other needs a second reload.
-func AccountsAdded(before, after []byte) ([]string, error) {
-	had, err := AccountNames(before)
-	if err != nil && len(bytes.TrimSpace(before)) > 0 {
-		return nil, err
-	}
-	has, err := AccountNames(after)
-	if err != nil {
-		return nil, err
-	}
-	var added []string
-	for _, a := range has {
-		if !slices.Contains(had, a) {
-			added = append(added, a)
-		}
-	}
-	return added, nil
 }

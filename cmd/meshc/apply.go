@@ -56,16 +56,23 @@ buckets, other applications' streams, consumers other tools added) is listed as 
 and never changed, whatever the flags.
 
 With --accounts PATH it also writes the composed accounts file (the users, hashes and
-permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
-the streams and after every refusal was decided (a refused apply writes nothing). A symlink is
-written through to its target, and an existing file keeps its owner, group and mode (a new one
-is 0600). With --reload it checks first that the target is a running nats-server, then signals
-it to reload (SIGHUP, as 'nats-server --signal reload') when the server has not loaded the file
-as it now is — read from its monitoring endpoint (/varz config_load_time), so a rerun after a
-failed reload signals again — and waits until the endpoint shows the reload; a reload the server
-rejected exits 2. New users can connect at once and existing connections stay. A reload
+permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, after
+every refusal was decided (a refused apply writes nothing) and under the bus's lock and a lock
+on PATH's directory, deciding from what the file and the server hold then. A symlink is written
+through to its target, and an existing file keeps its owner, group and mode (a new one is
+0600). With --reload it checks first that the target is a running nats-server started from a
+configuration file (-c, read from its command line) and that --monitor is that process's
+endpoint; it refuses a PATH the configuration does not include, and says at once, without
+signalling, a configuration the server would refuse. Then it signals the server (SIGHUP, as
+'nats-server --signal reload') until the server is proven to serve the file: /varz shows the
+configuration on disk (config_digest) loaded after the signal (config_load_time), and every
+service import of the file's accounts is wired (/accountz, /subsz: an account a reload creates
+has dead imports until the next reload). So a rerun after a failed, refused or interrupted
+reload reloads as often as the server still needs. A reload the server refused exits 2 with
+the server's own words as soon as its log (a log_file, or its standard error redirected to a
+file) says so. New users can connect at once and existing connections stay. A reload
 re-checks the password of every connected client, which is why an unchanged file is never
-rewritten. With --accounts and no server, only the file is written (and reloaded).
+rewritten. With --accounts and no server, only the file is written.
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -138,14 +145,19 @@ func runApply(inv *invocation, args []string) int {
 	}
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
+	// Ctrl-C or SIGTERM ends the apply where it is, and the deferred releases give the locks
+	// back rather than leaving them held to their expiry; a second one kills at once.
+	sig, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	context.AfterFunc(sig, stopSignals)
 	var accounts *apply.AccountsDelivery
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
+		if accounts, exit = prepareAccounts(sig, inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
-			return deliverAccounts(accounts, stderr)
+			return deliverAccounts(sig, accounts, stderr)
 		}
 	}
 	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
@@ -165,11 +177,6 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
 	}
-	// Ctrl-C or SIGTERM ends the apply where it is, and the deferred release below gives the
-	// lock back rather than leaving it held to its expiry; a second one kills at once.
-	sig, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-	context.AfterFunc(sig, stopSignals)
 	// A refusal ends every request in flight at once: it will not pass by waiting.
 	ctx, cancel := bus.Watch(sig)
 	defer cancel()
@@ -219,7 +226,9 @@ func runApply(inv *invocation, args []string) int {
 	}
 	if accounts != nil {
 		// Users first: a module whose consumer is about to exist should be able to connect.
-		if exit := deliverAccounts(accounts, stderr); exit != exitOK {
+		// Decided here, under the lock, from what file and server hold now.
+		accounts.Fence = fence
+		if exit := deliverAccounts(ctx, accounts, stderr); exit != exitOK {
 			return exit
 		}
 	}
@@ -297,7 +306,7 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
 // the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
 // nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
+func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
 	stderr := inv.stderr
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
@@ -306,12 +315,12 @@ func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMis
 	}
 	var server apply.Reloader
 	if reload != "" {
-		if server, err = apply.Signalled(reload, monitor, wait, inv.isNATSServer); err != nil {
+		if server, err = apply.Signalled(ctx, reload, monitor, wait, nil); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return nil, exitCantRun
 		}
 	}
-	d, err := apply.PrepareAccounts(context.Background(), data, path, server)
+	d, err := apply.PrepareAccounts(ctx, data, path, server)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return nil, exitCantRun
@@ -320,10 +329,10 @@ func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMis
 }
 
 // deliverAccounts writes the file and has the server load it, saying what it did.
-func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {
-	did, err := d.Deliver(context.Background())
+func deliverAccounts(ctx context.Context, d *apply.AccountsDelivery, stderr io.Writer) int {
+	did, err := d.Deliver(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
 	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,16 +90,17 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
-	s, monitor := serverWithAccounts(t, conf)
+	s := serverWithAccounts(t, conf)
+	monitor := s.monitor
 
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
 	if code != 0 || !strings.Contains(errs, "the server reloaded it twice") {
 		t.Fatalf("apply --accounts --reload adding accounts: %d %s", code, errs)
 	}
-	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
 		nats.CustomInboxPrefix("_INBOX.mod.anchor.catalog"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 		t.Fatal(err)
 	}
 	catalog.Flush()
-	dave, err := nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", pw["person.dave"]), nats.CustomInboxPrefix("_INBOX.person.dave"))
+	dave, err := nats.Connect(s.url, nats.UserInfo("person.dave", pw["person.dave"]), nats.CustomInboxPrefix("_INBOX.person.dave"))
 	if err != nil {
 		t.Fatal(err)
 	}

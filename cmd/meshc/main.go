@@ -45,9 +45,6 @@ type invocation struct {
 	// listFlags makes parseArgs list the command's flags instead of parsing: completion's way to
 	// ask every command for its flags through the one place all of them parse.
 	listFlags bool
-	// isNATSServer decides whether apply --reload may signal a process; nil checks that it is a
-	// nats-server by its name. A test's server runs in the test's own process.
-	isNATSServer func(pid int) error
 }
 
 var commands = map[string]command{}
