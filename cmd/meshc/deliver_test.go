@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/filelock"
 )
 
 // deliveryBus is a catalogue with dave, minted, whose accounts file a nats-server process
@@ -329,3 +331,52 @@ func TestASignalledApplyGivesTheLockBack(t *testing.T) {
 }
 
 var _ = context.Background
+
+// apply --accounts with no server takes a lock too, on the file's directory: a second writer
+// (another apply of another catalogue) holding it is waited for, and the decision is made after,
+// from the file as that writer left it.
+func TestAccountsWithNoServerWaitForTheDirectoryLock(t *testing.T) {
+	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
+	mint(t, dir, "--missing")
+	conf := t.TempDir()
+	accounts := filepath.Join(conf, "accounts.conf")
+	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
+		t.Fatalf("%d %s", code, errs)
+	}
+	mine, err := os.ReadFile(accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := filelock.Acquire(conf, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("meshc", "apply", dir, "--accounts", accounts)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// The kernel lists a process waiting for a flock in /proc/locks, marked "->".
+	waitFor(t, "meshc to wait for the directory's lock", func() bool {
+		locks, _ := os.ReadFile("/proc/locks")
+		for _, line := range strings.Split(string(locks), "\n") {
+			if f := strings.Fields(line); len(f) > 5 && f[1] == "->" && f[5] == fmt.Sprint(cmd.Process.Pid) {
+				return true
+			}
+		}
+		return false
+	})
+	// Meanwhile the other writer leaves its own file.
+	if err := os.WriteFile(accounts, []byte("# another catalogue's users\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held.Unlock()
+	if err := cmd.Wait(); err != nil || !strings.Contains(stderr.String(), "wrote "+accounts) {
+		t.Fatalf("apply --accounts after the wait: %v %s", err, stderr.String())
+	}
+	if now, _ := os.ReadFile(accounts); string(now) != string(mine) {
+		t.Fatal("the apply that waited left the other writer's file")
+	}
+}
