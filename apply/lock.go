@@ -273,8 +273,8 @@ func isWrongLastSequence(err error) bool {
 
 // BreakLock removes the apply lock whoever holds it, for a holder that is stuck (alive but
 // never finishing) rather than crashed (a crashed one's lock expires by itself). It returns
-// whose lock it was, or nil when nothing held it. The holder, if alive, finds out at its next
-// renewal and stops.
+// whose lock it was, or nil when nothing held it. The holder, if alive, finds out before its
+// next write (Lock.Check) or at its next renewal, and stops.
 func BreakLock(ctx context.Context, js jetstream.JetStream) (*LockHolder, error) {
 	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -299,7 +299,7 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next renewal\n", held)
+	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next write\n", held)
 	return exitOK
 }
 
