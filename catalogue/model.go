@@ -84,12 +84,14 @@ type RuleSetting struct {
 
 // Approval is one intentional break: the breaking rule (replay, retention, widening,
 // contract), what it is about — a consumer STREAM/name, a stream, a bus user, an event or tool
-// MODULE.NAME, a seat, or work SEAT.KIND — and why it is wanted.
+// MODULE.NAME, a seat, or work SEAT.KIND — the before and after it was given for, as the
+// break's finding spells them, and why it is wanted. It approves that break alone.
 type Approval struct {
-	Pos    Pos
-	Rule   Text
-	On     Text
-	Reason Text
+	Pos      Pos
+	Rule     Text
+	On       Text
+	From, To Text
+	Reason   Text
 }
 
 // The values of mesh.yaml's isolation and auth.

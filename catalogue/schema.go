@@ -124,13 +124,15 @@ func approvalTable(a *Approval) *table {
 		fields: []field{
 			{"rule", oneOf(&a.Rule, "replay", "retention", "widening", "contract"), "The breaking rule approved: replay, retention, widening or contract."},
 			{"on", text(&a.On), "What the break is about: a consumer STREAM/name, a stream, a bus user, an event or tool MODULE.NAME, a seat, or work SEAT.KIND."},
+			{"from", text(&a.From), "What the break changes from, as its finding spells it (retention: `max-age 720h`); left out when the break has no before."},
+			{"to", text(&a.To), "What the break changes to, as its finding spells it (retention: `max-age 24h`; replay: the new consumer STREAM/name; widening: what the user may now do); left out when the break has no after (contract: what was offered is gone)."},
 			{"reason", text(&a.Reason), "Why the break is wanted, kept in the repository so it is reviewed with the change."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			a.Pos = d.pos(n)
 			for _, k := range []string{"rule", "on", "reason"} {
 				if seen[k] == nil {
-					d.fail(n, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, reason: <why it is wanted>}`", k)
+					d.fail(n, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, from: <before>, to: <after>, reason: <why it is wanted>}`, as the break's finding gives it", k)
 					return
 				}
 			}

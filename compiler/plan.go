@@ -152,6 +152,10 @@ type Consumer struct {
 	// User is the one user that pulls or receives it, "" for a seat's holder consumer, which
 	// whoever holds the seat shares.
 	User string
+	// Reads are what a module's (or the controller's) consumer reads, one `consumes` (or
+	// `follows`) entry at a time, each with its filter subjects and what it means ("read
+	// registry's image.pushed"): what a review of a new consumer says, never emitted.
+	Reads []Grant
 }
 
 // ConsumerName is the name the server knows a consumer by: its durable name, or its name.

@@ -277,7 +277,8 @@ func TestBreaks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			breaks := breaksOf(t, a)
+			against := againstOf(t, a)
+			breaks := Breaks(against)
 			var findings catalogue.Findings
 			for _, b := range breaks {
 				if b.Approval != nil {
@@ -285,6 +286,7 @@ func TestBreaks(t *testing.T) {
 				}
 				findings = append(findings, b.Finding)
 			}
+			findings = append(findings, UnmatchedApprovals(against, breaks)...)
 			check(t, findings, parseWants(t, side(a, "head/")))
 		})
 	}
@@ -315,12 +317,17 @@ func loadSide(t *testing.T, a *txtar.Archive) Side {
 	return Side{Index: ix, Plan: p}
 }
 
-func breaksOf(t *testing.T, a *txtar.Archive) []Break {
+func againstOf(t *testing.T, a *txtar.Archive) Against {
 	t.Helper()
-	return Breaks(Against{
+	return Against{
 		Base: loadSide(t, side(a, "base/")), Head: loadSide(t, side(a, "head/")),
 		BasePos: func(p catalogue.Pos) catalogue.Pos { p.File = "base/" + p.File; return p },
-	})
+	}
+}
+
+func breaksOf(t *testing.T, a *txtar.Archive) []Break {
+	t.Helper()
+	return Breaks(againstOf(t, a))
 }
 
 // An approval in the head's mesh.yaml accepts the break it names, and only that one: the
@@ -339,7 +346,7 @@ streams:
   events: {max-age: 24h}
   nodes: {max-age: 24h, storage: memory}
 approve:
-  - {rule: retention, on: EVENTS, reason: events older than a day are never read}
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: "max-age  24h", reason: events older than a day are never read}
   - {rule: replay, on: NODES, reason: the wrong rule approves nothing}
 -- head/modules/m.yaml --
 module: m

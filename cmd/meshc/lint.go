@@ -106,7 +106,8 @@ func runLint(inv *invocation, args []string) int {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun
 		}
-		findings = append(findings, lint.BreakFindings(base.Breaks())...)
+		breaks, unmatched := base.Breaks()
+		findings = append(append(findings, lint.BreakFindings(breaks)...), unmatched...)
 	}
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)
