@@ -23,6 +23,14 @@ import (
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+       meshc apply FILE [same flags but --prune]
+
+With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
+the plan shows, from the catalogue it was made from (the directory it names). It refuses, naming
+what moved and applying nothing, when a file of the catalogue changed since, when an object the
+change set is about changed on the bus since, or when the change set meshc makes now is not the
+saved one. What a running bus moves on its own (messages, acknowledgements) is read afresh, and
+the refusals below (--allow-replace, --purge-non-empty) apply as they would to a plan made now.
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
 consumers, at most 64 requests in flight, and applying twice changes nothing. It
@@ -121,6 +129,21 @@ func runApply(inv *invocation, args []string) int {
 	) {
 		return exitCantRun
 	}
+	// A saved plan names its catalogue and decided --prune when it was made.
+	var saved *change.Saved
+	if len(rest) == 1 {
+		if st, err := os.Stat(rest[0]); err == nil && st.Mode().IsRegular() {
+			if given(fs)["prune"] {
+				fmt.Fprintf(stderr, "meshc apply: %s is a saved plan, which decided --prune when it was made: drop --prune\n", rest[0])
+				return exitCantRun
+			}
+			if saved, err = readSaved(rest[0]); err != nil {
+				fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+				return exitFailed
+			}
+			rest, *prune = []string{saved.Catalogue.Dir}, saved.Prune
+		}
+	}
 	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
@@ -178,6 +201,12 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if saved != nil {
+		if err := savedStillHolds(saved, live, changes); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
+	}
 	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
@@ -311,4 +340,15 @@ func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
 	return exitOK
+}
+
+// savedStillHolds refuses a saved plan whose bus moved, or whose change set meshc no longer makes.
+func savedStillHolds(saved *change.Saved, live *change.State, changes change.Changes) error {
+	if moved := saved.BusMoved(live); len(moved) > 0 {
+		return change.Moved("the bus", moved, "by "+saved.Bus.Server)
+	}
+	if moved := saved.ChangesMoved(changes); len(moved) > 0 {
+		return change.Moved("what the plan does", moved, "meshc "+saved.Meshc+" saved it")
+	}
+	return nil
 }
