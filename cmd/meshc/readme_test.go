@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -43,4 +45,27 @@ func TestREADMERuleTableMatchesTheRules(t *testing.T) {
 		return
 	}
 	t.Errorf("the README's rule table is stale; run `go test ./cmd/meshc -run TestREADME -update-readme`")
+}
+
+// Every ref of meshc the documentation tells a user to name — `meshc-dev/meshc@REF` in a
+// workflow, `cmd/meshc@REF` to go install, `rev: REF` in a pre-commit configuration — exists in
+// this repository (or is main, or @latest): a copied workflow naming a tag that was never made
+// fails on its first run.
+func TestNamedMeshcRefsExist(t *testing.T) {
+	named := regexp.MustCompile(`(?:meshc-dev/meshc@|cmd/meshc@|\brev:\s+)([A-Za-z0-9._/<>-]+)`)
+	for _, file := range []string{"../../README.md", "../../examples/github/meshc.yml", "../../.pre-commit-hooks.yaml", "../../action.yml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
+			ref := m[1]
+			if ref == "main" || ref == "latest" || ref == "<sha>" {
+				continue
+			}
+			if err := exec.Command("git", "rev-parse", "--verify", "--quiet", ref+"^{commit}").Run(); err != nil {
+				t.Errorf("%s names meshc at %q (%s), which this repository does not have", file, ref, m[0])
+			}
+		}
+	}
 }

@@ -4,7 +4,7 @@ package buildinfo
 
 import "runtime/debug"
 
-// Version is the module version meshc was installed at (go install …@v0.4.0), or "(devel)"
+// Version is the module version meshc was installed at (go install …@v1.2.3), or "(devel)"
 // for a build from a working tree.
 func Version() string {
 	info, _ := debug.ReadBuildInfo()
