@@ -67,7 +67,14 @@ as it now is — read from its monitoring endpoint (/varz config_load_time), so 
 failed reload signals again — and waits until the endpoint shows the reload; a reload the server
 rejected exits 2. New users can connect at once and existing connections stay. A reload
 re-checks the password of every connected client, which is why an unchanged file is never
-rewritten. With --accounts and no server, only the file is written (and reloaded).
+rewritten. With --accounts and no server, only the file is written (and reloaded). With a
+server, the delivery is recorded on the bus (the file's digest, and the server's config_digest
+when --monitor reads it), so a later plan or apply without --accounts can say whether the users
+and permissions on the bus are still the catalogue's.
+
+Without --accounts, apply delivers streams and consumers only, and says when the users and
+permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
+recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -78,7 +85,9 @@ Flags:
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
   --reload TARGET   signal nats-server (a PID or its pid file) to reload the file, and confirm it
-  --monitor URL     with --reload: the server's monitoring endpoint (default http://127.0.0.1:8222)
+  --monitor URL     the server's monitoring endpoint (default http://127.0.0.1:8222): with --reload,
+                    where the reload is watched; with it named and no --accounts, where the
+                    server's config_digest says whether it still runs the accounts meshc delivered
   --reload-timeout D  with --reload: how long the server may take to reload (default 30s)
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
@@ -124,7 +133,6 @@ func runApply(inv *invocation, args []string) int {
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
 		combo{flag: "reload", needs: []string{"accounts"}, why: "it signals the server to reload the file --accounts writes"},
-		combo{flag: "monitor", needs: []string{"reload"}, why: "it is where meshc watches the reload --reload asks for"},
 		combo{flag: "reload-timeout", needs: []string{"reload"}, why: "it bounds the wait for the reload --reload asks for"},
 	) {
 		return exitCantRun
@@ -151,9 +159,10 @@ func runApply(inv *invocation, args []string) int {
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
 	var accounts *apply.AccountsDelivery
+	var accountsDigest string
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
+		if accounts, accountsDigest, exit = prepareAccounts(inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
@@ -227,6 +236,11 @@ func runApply(inv *invocation, args []string) int {
 		if exit := deliverAccounts(accounts, stderr); exit != exitOK {
 			return exit
 		}
+		if err := recordAccounts(ctx, js, accountsDigest, *reload != "", *monitor); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		}
+	} else {
+		sayAccounts("apply", ctx, js, plan, given(fs)["monitor"], *monitor, stderr)
 	}
 	if changes.Empty() {
 		return exitOK
@@ -309,26 +323,51 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
 // the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
 // nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
+func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, string, int) {
 	stderr := inv.stderr
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitFailed
+		return nil, "", exitFailed
 	}
 	var server apply.Reloader
 	if reload != "" {
 		if server, err = apply.Signalled(reload, monitor, wait, inv.isNATSServer); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return nil, exitCantRun
+			return nil, "", exitCantRun
 		}
 	}
 	d, err := apply.PrepareAccounts(context.Background(), data, path, server)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitCantRun
+		return nil, "", exitCantRun
 	}
-	return d, exitOK
+	return d, apply.AccountsDigest(data), exitOK
+}
+
+// recordAccounts records the delivery on the bus, with the server's config_digest when the
+// reload was watched on its monitoring endpoint.
+func recordAccounts(ctx context.Context, js jetstream.JetStream, digest string, reloaded bool, monitor string) error {
+	rec := apply.AccountsRecord{Digest: digest, At: time.Now(), By: "meshc apply --accounts"}
+	if reloaded {
+		rec.ConfigDigest, _ = apply.ServerConfigDigest(ctx, monitor)
+	}
+	return apply.RecordAccounts(ctx, js, rec)
+}
+
+// sayAccounts says, where this command delivers no accounts, when the users and permissions on
+// the bus may differ from the catalogue's, and what that rests on.
+func sayAccounts(cmd string, ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitored bool, monitor string, stderr io.Writer) {
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
+	if err != nil {
+		return
+	}
+	if !monitored {
+		monitor = ""
+	}
+	if ev := apply.CheckAccounts(ctx, js, apply.AccountsDigest(data), monitor); ev.MayDiffer {
+		fmt.Fprintf(stderr, "meshc %s: users and permissions: %s [this rests on %s]\n", cmd, ev.Said, ev.Rests)
+	}
 }
 
 // deliverAccounts writes the file and has the server load it, saying what it did.

@@ -31,7 +31,10 @@ cannot make in place), - delete (only with --prune), and what is kept on purpose
 
 With no server, it compares against the committed golden plan (DIR/golden/plan.json, or -o):
 what a pull request changes. With --server, --context or NATS_URL, it compares against the
-live server, reading it with the paged list API (a handful of requests, however many objects).
+live server, reading it with the paged list API (a handful of requests, however many objects),
+and says when the users and permissions on the bus may differ from the catalogue's, and what
+that rests on (the delivery meshc apply --accounts recorded on the bus, the server's
+config_digest with --monitor, or nothing the bus records).
 
 With --against REF, it compares against the base catalogue at REF (the pull request's base
 branch) and shows everything the change does to a bus running the base: streams and consumers,
@@ -48,6 +51,8 @@ Flags:
                    json: a stable shape for scripts; markdown: for a pull request comment
   --prune          show objects the plan no longer has as deletes
   -o DIR           the golden directory to compare against (default DIR/golden)
+  --monitor URL    with a server, its monitoring endpoint: /varz config_digest says whether
+                   the server still runs the accounts file meshc apply --accounts delivered
   --save FILE      with a server: also save the plan to FILE for 'meshc apply FILE', which
                    applies exactly this change set and refuses, naming what moved, if the
                    catalogue's files or the objects it changes on the bus changed since
@@ -74,6 +79,7 @@ func runPlan(inv *invocation, args []string) int {
 	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
 	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
 	save := fs.String("save", "", "save the plan to `FILE` for meshc apply FILE")
+	monitor := fs.String("monitor", "", "with a server, its monitoring `URL`: its config_digest says whether it runs the accounts meshc delivered")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
@@ -130,6 +136,9 @@ func runPlan(inv *invocation, args []string) int {
 		}
 		defer bus.Close()
 		live, server = state, bus.Conn.ConnectedUrlRedacted()
+		if js, err := bus.JetStream(); err == nil {
+			sayAccounts("plan", context.Background(), js, plan, *monitor != "", *monitor, stderr)
+		}
 	} else {
 		if *goldenDir == "" {
 			*goldenDir = filepath.Join(dir, catalogue.GoldenDir)
