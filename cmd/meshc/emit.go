@@ -1,12 +1,12 @@
 package main
 
 import (
-	"slices"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
