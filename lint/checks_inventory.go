@@ -55,7 +55,7 @@ func (l *linter) checkInventory() {
 				continue
 			}
 			m := ix.Modules[r.Value]
-			if m == nil && l.doubtful[r.Value] {
+			if m == nil && (l.doubtful[r.Value] || l.unread) {
 				continue // its manifest could not be read, and has its finding
 			}
 			if m == nil {
@@ -137,7 +137,7 @@ func (l *linter) checkInventory() {
 			continue
 		}
 		for _, r := range m.Requires {
-			if !l.ok(r) || provided[r.Value] {
+			if !l.ok(r) || provided[r.Value] || l.unread {
 				continue
 			}
 			hint := "run a module that provides it, or drop the requirement"
