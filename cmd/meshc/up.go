@@ -125,7 +125,7 @@ func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
 		// The bus stops as this returns: no way to connect to it is printed.
 		return exitOK
 	}
-	bus.PrintConnect(stdout, contexts)
+	bus.PrintConnect(stdout, contexts, dir)
 	up.Watch(ctx, dir, bus, func() *compiler.Plan {
 		plan, _ := compileCatalogue("up", dir, stderr, lint.RuleCredentialInvalid)
 		return plan
