@@ -236,10 +236,12 @@ func TestEveryRuleFires(t *testing.T) {
 	}
 }
 
-// The grammars of SPEC §1, written as byte loops, checked against the expressions they replace.
+// The grammars, written as byte loops, checked against the expressions the JSON Schemas carry
+// (catalogue's Grammar values): lint and an editor judge a name alike.
 func TestGrammarsMatchTheirExpressions(t *testing.T) {
-	name := regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	token := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	name := regexp.MustCompile(catalogue.NameGrammar.Pattern)
+	token := regexp.MustCompile(catalogue.TokenGrammar.Pattern)
+	event := regexp.MustCompile(catalogue.EventGrammar.Pattern)
 	for _, v := range []string{"", "a", "a-b", "a_b", "A", "1a", "a1", "-a", "_a", "a.b", "a b", "é", "a*", "mesh-broker",
 		"node-x", "UPPER", "x-", "0", "a--b", strings.Repeat("a", 63), strings.Repeat("a", 64)} {
 		if got, want := validName(v), len(v) <= 63 && name.MatchString(v); got != want {
@@ -247,6 +249,11 @@ func TestGrammarsMatchTheirExpressions(t *testing.T) {
 		}
 		if got, want := validToken(v), token.MatchString(v); got != want {
 			t.Errorf("validToken(%q) = %v, want %v", v, got, want)
+		}
+		for _, e := range []string{v, v + ".x", "x." + v, v + "." + v} {
+			if got, want := validEvent(e), event.MatchString(e); got != want {
+				t.Errorf("validEvent(%q) = %v, want %v", e, got, want)
+			}
 		}
 	}
 }
