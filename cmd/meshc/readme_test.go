@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -67,5 +68,35 @@ func TestNamedMeshcRefsExist(t *testing.T) {
 				t.Errorf("%s names meshc at %q (%s), which this repository does not have", file, ref, m[0])
 			}
 		}
+	}
+}
+
+// The README's relative $schema lines resolve, from the file each is written in, to the schema
+// `meshc schema --out .schema` writes for that file: a path that is right in modules/ is wrong
+// one directory deeper.
+func TestREADMESchemaPathsResolve(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| `([^`]+\\.yaml)` \\| `# yaml-language-server: \\$schema=([^`]+)` \\|$")
+	rows := row.FindAllStringSubmatch(string(data), -1)
+	if len(rows) < 4 {
+		t.Fatalf("the README's table of relative $schema lines has %d rows", len(rows))
+	}
+	deeper := false
+	for _, r := range rows {
+		file, rel := r[1], r[2]
+		want := ".schema/" + map[string]string{"mesh.yaml": "mesh.schema.json", "inventory.yaml": "inventory.schema.json"}[file]
+		if strings.HasPrefix(file, "modules/") {
+			want = ".schema/module.schema.json"
+			deeper = deeper || strings.Count(file, "/") > 1
+		}
+		if got := path.Join(path.Dir(file), rel); got != want {
+			t.Errorf("the README names %s from %s, which resolves to %s, not %s", rel, file, got, want)
+		}
+	}
+	if !deeper {
+		t.Error("the README shows no manifest in a subdirectory of modules/")
 	}
 }
