@@ -19,6 +19,7 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
@@ -112,7 +113,7 @@ func runApply(inv *invocation, args []string) int {
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
-	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")

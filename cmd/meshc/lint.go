@@ -48,7 +48,7 @@ func runLint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
-	formatName := fs.String("format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "))
+	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "), output.Names(lint.Formats...)...)
 	list := fs.Bool("list", false, "print the rule table and exit")
 	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
 	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")

@@ -74,7 +74,7 @@ func runPlan(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
-	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
 	prune := fs.Bool("prune", false, "show objects the plan no longer has as deletes")
 	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
 	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
