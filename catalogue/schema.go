@@ -16,12 +16,12 @@ func moduleTable(m *Module) *table {
 		fields: []field{
 			{"module", named(&m.Name, NameGrammar), "The module's name, unique in the catalogue: lower-case letters, digits and -, at most 63 characters, not starting mesh- or node-. It names the module's bus users (mod.<machine>.<module>) and its subjects (mesh.mod.<module>.…)."},
 			{"description", text(&m.Description), "What the module is, in a line, for people reading the catalogue."},
-			{"provides", texts(&m.Provides), "Interfaces the module provides (an interface is a word, such as oci-build)."},
-			{"requires", texts(&m.Requires), "Interfaces the module needs: a module that provides each must run on some machine."},
-			{"emits", nameds(&m.Emits, EventGrammar), "The events the module announces, as local names (built, image.pushed): never a subject, never prefixed with the module. Each is published on mesh.mod.<module>.event.<event>."},
-			{"consumes", texts(&m.Consumes), "Events the module consumes, as EMITTER.EVENT: EMITTER is a module or a seat, and a final ** takes every event of one emitter (photos.**), or of all (**)."},
-			{"tools", nameds(&m.Tools, TokenGrammar), "Request/reply tools the module serves, each one word; served on mesh.mod.<module>.tool.<tool>."},
-			{"calls", texts(&m.Calls), "Tools the module may call, as MODULE.TOOL."},
+			{"provides", once(texts(&m.Provides)), "Interfaces the module provides (an interface is a word, such as oci-build)."},
+			{"requires", once(texts(&m.Requires)), "Interfaces the module needs: a module that provides each must run on some machine."},
+			{"emits", once(nameds(&m.Emits, EventGrammar)), "The events the module announces, as local names (built, image.pushed): never a subject, never prefixed with the module. Each is published on mesh.mod.<module>.event.<event>."},
+			{"consumes", once(texts(&m.Consumes)), "Events the module consumes, as EMITTER.EVENT: EMITTER is a module or a seat, and a final ** takes every event of one emitter (photos.**), or of all (**)."},
+			{"tools", once(nameds(&m.Tools, TokenGrammar)), "Request/reply tools the module serves, each one word; served on mesh.mod.<module>.tool.<tool>."},
+			{"calls", once(texts(&m.Calls)), "Tools the module may call, as MODULE.TOOL."},
 			{"seats", listOf(func() (*table, func()) {
 				s := &Seat{Declarer: m}
 				return seatTable(s, "a seat"), func() {
@@ -30,8 +30,8 @@ func moduleTable(m *Module) *table {
 					}
 				}
 			}), "Seats the module declares: jobs some module holds, to which work is sent and whose events are announced by the seat rather than its holder."},
-			{"claims", nameds(&m.Claims, NameGrammar), "Seats the module holds. A mesh-scoped seat has one holder in the mesh; a node-scoped one, one per machine."},
-			{"uses", nameds(&m.Uses, NameGrammar), "Seats the module submits work to."},
+			{"claims", once(nameds(&m.Claims, NameGrammar)), "Seats the module holds. A mesh-scoped seat has one holder in the mesh; a node-scoped one, one per machine."},
+			{"uses", once(nameds(&m.Uses, NameGrammar)), "Seats the module submits work to."},
 			{"files", pairs(func(k, v Text) { m.Files = append(m.Files, FileRequest{Kind: k, Path: v}) }, "file kinds", "paths"),
 				"Files the mesh writes for this module, kind: path. The kinds are the mesh's (bus-users is the bus's user list, for the holder of mesh-broker); lint checks them."},
 		},
@@ -54,8 +54,8 @@ func seatTable(s *Seat, what string) *table {
 			{"name", named(&s.Name, NameGrammar), "The seat's name: lower-case letters, digits and -. Only mesh.yaml's roles may take mesh-* and node-* names."},
 			{"scope", textIn(&s.Scope, "mesh", "node"), "mesh: one holder in the whole mesh; node: one holder per machine."},
 			{"delivers", text(&s.Delivers), "The interface the seat's holder must provide. A seat with no delivers, accepts or emits is a marker: it only says which module holds it."},
-			{"accepts", nameds(&s.Accepts, TokenGrammar), "Kinds of work that may be submitted to the seat, each one word; submitted on mesh.seat.<seat>.accept.<kind> and queued in the stream SEAT_<SEAT> until a holder takes it."},
-			{"emits", nameds(&s.Emits, EventGrammar), "Events the seat announces, whoever holds it, as local names; published on mesh.seat.<seat>.event.<event>."},
+			{"accepts", once(nameds(&s.Accepts, TokenGrammar)), "Kinds of work that may be submitted to the seat, each one word; submitted on mesh.seat.<seat>.accept.<kind> and queued in the stream SEAT_<SEAT> until a holder takes it."},
+			{"emits", once(nameds(&s.Emits, EventGrammar)), "Events the seat announces, whoever holds it, as local names; published on mesh.seat.<seat>.event.<event>."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			switch {

@@ -151,9 +151,23 @@ func nameds(to *[]Text, g Grammar) shape { return textsShape{to: to, grammar: &g
 type textsShape struct {
 	to      *[]Text
 	grammar *Grammar
+	unique  bool
 }
 
-func (s textsShape) decode(d *decoder, _, v *yaml.Node, what string) { *s.to = d.texts(v, what) }
+// once is a list whose entries may each appear once.
+func once(s shape) shape {
+	t := s.(textsShape)
+	t.unique = true
+	return t
+}
+
+func (s textsShape) decode(d *decoder, _, v *yaml.Node, what string) {
+	if s.unique {
+		*s.to = d.uniqueTexts(v, what)
+		return
+	}
+	*s.to = d.texts(v, what)
+}
 func (s textsShape) schema() *jsonSchema {
 	return &jsonSchema{Type: []string{"array", "null"}, Items: s.grammar.apply(&jsonSchema{Type: "string"})}
 }
