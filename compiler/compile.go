@@ -307,10 +307,16 @@ func (c *compilation) people() {
 // at all gets one finding instead of one per user: a new catalogue otherwise linted clean, and
 // then `meshc emit` refused it until someone ran mint.
 func (c *compilation) credentials() {
-	if c.ix.Catalogue.Credentials == nil {
+	// No credentials.yaml and one recording nothing (empty, or comments only) are the same
+	// state: one finding, not one per user.
+	if cr := c.ix.Catalogue.Credentials; cr == nil || len(cr.Users) == 0 {
 		if len(c.plan.Users) > 0 {
-			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue has no %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
-				catalogue.CredentialsFile, len(c.plan.Users)))
+			what := "has no " + catalogue.CredentialsFile
+			if cr != nil {
+				what = "records nothing in " + catalogue.CredentialsFile
+			}
+			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
+				what, len(c.plan.Users)))
 		}
 		return
 	}
