@@ -15,6 +15,7 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
 	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // converge reads, diffs and applies, and returns the change set it applied.
@@ -339,17 +340,10 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	}
 	// The server marks the consumer bound a moment after the interest arrives; this test is of
 	// a consumer read as bound (the race with a subscriber binding during the apply is its own).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.For(t, "the server to report the consumer bound", 10*time.Second, func() bool {
 		c, err := js.PushConsumer(ctx, "NODES", "anchor")
-		if err == nil && c.CachedInfo().PushBound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server never reported the consumer bound")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && c.CachedInfo().PushBound
+	})
 
 	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil {

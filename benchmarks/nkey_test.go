@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // BenchmarkNKeyVersusBcrypt measures, with n clients connected, what connecting and reloading
@@ -114,14 +115,10 @@ func benchAuth(b *testing.B, bin string, n int, useNKeys bool) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
 	varz := fmt.Sprintf("http://127.0.0.1:%d/varz", monitor)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := loadedAt(varz); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("nats-server did not start")
-		}
-	}
+	testwait.ForNil(b, "nats-server to start", 30*time.Second, func() error {
+		_, err := loadedAt(varz)
+		return err
+	})
 
 	connect := func(i int) (*nats.Conn, error) {
 		opts := []nats.Option{nats.Timeout(5 * time.Minute), nats.NoReconnect()}

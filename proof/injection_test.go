@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // TestInjections runs each injection of docs/nats.md, "What separate accounts block", the way it
@@ -123,21 +124,11 @@ func landed(t *testing.T, lands bool, sub *nats.Subscription, want string) {
 // false after a second: the answer had its chance to travel.
 func stored(t *testing.T, lands bool, what string, happened func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	if !lands {
-		deadline = time.Now().Add(time.Second)
-	}
-	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if happened() {
-			if !lands {
-				t.Fatalf("blocked in this mode, yet %s", what)
-			}
-			return
-		}
-	}
 	if lands {
-		t.Fatalf("in one account this injection lands (docs/nats.md#what-separate-accounts-block), yet it did not: %s never happened", what)
+		testwait.For(t, "what in one account this injection does (docs/nats.md#what-separate-accounts-block): "+what, 3*time.Second, happened)
+		return
 	}
+	testwait.Never(t, "blocked in this mode, yet "+what, time.Second, happened)
 }
 
 // lastMessage reads the newest message on subject in stream as a user allowed the API, or nil.

@@ -17,6 +17,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/testwait"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -639,18 +640,18 @@ func (c *client) refused(t *testing.T, op, subject string) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s on %s", c.user, strings.ToLower(op), subject), 3*time.Second, func() error {
 		c.mu.Lock()
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {
 			c.violations = slices.Delete(c.violations, i, i+1)
 		}
 		c.mu.Unlock()
-		if i >= 0 {
-			return
+		if i < 0 {
+			return fmt.Errorf("violations seen: %v", c.seen())
 		}
-	}
-	t.Fatalf("%s: the server did not refuse %s on %s (violations seen: %v)", c.user, strings.ToLower(op), subject, c.seen())
+		return nil
+	})
 }
 
 // sawNoViolation requires that the server never refused this connection anything. The server

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload
@@ -28,8 +29,8 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
-	waitFor(t, "the apply after it", func() bool { return strings.Contains(stderr.String(), "applied: ") })
+	testwait.For(t, "the reload", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	testwait.For(t, "the apply after it", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "applied: ") })
 
 	connect := func(user string) *nats.Conn {
 		nc, err := nats.Connect(url, nats.UserInfo(user, devPassword(t, state, user)), nats.CustomInboxPrefix("_INBOX."+user))
