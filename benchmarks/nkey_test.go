@@ -197,9 +197,13 @@ func benchAuth(b *testing.B, bin string, n int, useNKeys bool) {
 					nc.Close()
 				}
 				most = max(most, time.Since(t))
+				// A newcomer every 20 ms, the pace of modules starting: a wait on time itself is
+				// the load this measures under, not a stand-in for a condition.
 				time.Sleep(20 * time.Millisecond)
 			}
 		}()
+		// Asked every 10 ms, not through testwait (whose asks grow to 100 ms apart): the interval
+		// is this measurement's resolution, and a reload here takes from under a second to ~50 s.
 		for {
 			at, err := loadedAt(varz)
 			if err == nil && at.After(before) {
