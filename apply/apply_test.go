@@ -298,8 +298,9 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 }
 
 // oldNodeConsumer makes NODES and anchor's declaration consumer as a running mesh holds it: made
-// before the delivery subject carried the stream (seed 003). ackWait, when set, differs from the
-// plan too, so an update has something besides the subject to change.
+// before the delivery subject carried the stream (docs/history.md, "A control plane crash-looping
+// on a consumer it could not move"). ackWait, when set, differs from the plan too, so an update has
+// something besides the subject to change.
 func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, ackWait time.Duration) {
 	t.Helper()
 	old := plan.Consumers[4].Config
@@ -318,7 +319,8 @@ func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, 
 	}
 }
 
-// The seed 003 story, against a real server with a subscriber really bound.
+// The crash loop of docs/history.md, "A control plane crash-looping on a consumer it could not
+// move", against a real server with a subscriber really bound.
 func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
@@ -351,7 +353,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 
 	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil {
-		t.Fatalf("the apply failed on the consumer a machine is bound to, which is the crash loop of seed 003: %v", err)
+		t.Fatalf("the apply failed on the consumer a machine is bound to, which is the crash loop of docs/history.md#a-control-plane-crash-looping-on-a-consumer-it-could-not-move: %v", err)
 	}
 	var kept *change.Change
 	for i, c := range cs.Items {

@@ -17,8 +17,8 @@ import (
 )
 
 // A meta leader lost in the middle of an apply: the requests that go unanswered during the
-// election are retried (NATS-FACTS §8), and whatever the first run managed, running it again
-// converges.
+// election are retried (docs/nats.md, "Retries and what is transient"), and whatever the first run
+// managed, running it again converges.
 func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 	c := runCluster(t)
 	nc, js := connect(t, c.urls())

@@ -33,7 +33,8 @@ type Endpoint struct {
 
 // Bus is a connection to the bus that knows whom it connected as, and ends everything it carries
 // at the first refusal: a Permissions Violation is final, and waiting it out as if the server were
-// down once cost a minute per command and then blamed the cluster (NATS-FACTS §11).
+// down once cost a minute per command and then blamed the cluster (docs/nats.md, "Denials arrive
+// asynchronously").
 type Bus struct {
 	Conn *nats.Conn
 	// Server is where it connected, with any credentials in the URL redacted: safe to print.
@@ -177,8 +178,8 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 		case errors.As(err, &r):
 			return err
 		case errors.Is(err, nats.ErrNoResponders) && time.Now().Add(250*time.Millisecond).Before(deadline):
-			// Also seen for a moment while a server restarts (NATS-FACTS §8): asked again
-			// briefly before it is taken as no JetStream at all.
+			// Also seen for a moment while a server restarts (docs/nats.md, "Retries and what is
+			// transient"): asked again briefly before it is taken as no JetStream at all.
 			time.Sleep(250 * time.Millisecond)
 			continue
 		case errors.Is(err, nats.ErrNoResponders) && b.APIPrefix != DefaultAPIPrefix:

@@ -51,7 +51,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// cluster is a 3-node in-process JetStream cluster (NATS-FACTS §2).
+// cluster is a 3-node in-process JetStream cluster (docs/nats.md, "Testing against a real server").
 type cluster struct {
 	t       *testing.T
 	opts    []*server.Options

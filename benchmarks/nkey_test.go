@@ -24,7 +24,8 @@ import (
 // BenchmarkNKeyVersusBcrypt measures, with n clients connected, what connecting and reloading
 // cost when users authenticate by nkey (auth: nkey) and by a password hashed at meshc's bcrypt
 // cost 6 (auth: password). nats-server re-checks every connected client on every reload, and
-// new connections wait meanwhile (NATS-FACTS §3): the reload is what one changed manifest costs.
+// new connections wait meanwhile (docs/nats.md, "Reload and its cost"): the reload is what one
+// changed manifest costs.
 //
 // The server runs as its own process (built from the module this repository pins) so that 10,000
 // clients and 10,000 server-side connections do not share one process's file descriptors. Each

@@ -55,8 +55,9 @@ func TestUsersComeInSpecOrder(t *testing.T) {
 	}
 }
 
-// Each kind of user gets exactly what its declaration needs. These are SPEC §2's grants written
-// out, so a derivation that widens or narrows one fails here before it reaches a bus.
+// Each kind of user gets exactly what its declaration needs. These are the grants of
+// docs/catalogue.md, "Permissions", written out, so a derivation that widens or narrows one fails
+// here before it reaches a bus.
 func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
 	cases := []struct {
@@ -132,8 +133,8 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}
 }
 
-// To the server an empty allow list means everything (NATS-FACTS §10): a user with nothing to
-// publish must be written deny [">"], never allow [].
+// To the server an empty allow list means everything (docs/nats.md, "An empty allow list means
+// everything"): a user with nothing to publish must be written deny [">"], never allow [].
 func TestAUserWithNothingToPublishIsDeniedEverything(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
 	u := user(t, p, "mod.anchor.registry") // holds a seat that accepts work: it has grants

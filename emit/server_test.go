@@ -19,7 +19,8 @@ import (
 )
 
 // writeServerConfig writes accounts.conf and a server configuration beside it that includes it by
-// a relative path, as an operator's would (an absolute include path breaks: NATS-FACTS §1).
+// a relative path, as an operator's would (an absolute include path breaks: docs/nats.md, "Includes
+// and variables").
 func writeServerConfig(t *testing.T, accounts []byte) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -35,7 +36,8 @@ func writeServerConfig(t *testing.T, accounts []byte) string {
 }
 
 // checkConfig checks a configuration both ways the server does: `nats-server -t` (where a warning
-// is a failure) and NewServer, which validates what -t skips (NATS-FACTS §2).
+// is a failure) and NewServer, which validates what -t skips (docs/nats.md, "Validating a
+// configuration").
 func checkConfig(path string) (*server.Options, error) {
 	strict := &server.Options{CheckConfig: true}
 	if err := strict.ProcessConfigFile(path); err != nil {

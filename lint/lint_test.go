@@ -236,7 +236,8 @@ func TestEveryRuleFires(t *testing.T) {
 	}
 }
 
-// The grammars of SPEC §1, written as byte loops, checked against the expressions they replace.
+// The grammars of docs/catalogue.md, "Names", written as byte loops, checked against the
+// expressions they replace.
 func TestGrammarsMatchTheirExpressions(t *testing.T) {
 	name := regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 	token := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)

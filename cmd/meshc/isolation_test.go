@@ -16,9 +16,10 @@ import (
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload
-// creates has dead service imports until the server reloads again (NATS-FACTS §12), so up reloads
-// twice when the accounts file gains accounts. Proven by what a module does right after: publish
-// an event and get its PubAck (through a service import of a new account), and call a tool.
+// creates has dead service imports until the server reloads again (docs/nats.md, "Reload and scale
+// with many accounts"), so up reloads twice when the accounts file gains accounts. Proven by what a
+// module does right after: publish an event and get its PubAck (through a service import of a new
+// account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	r := startUp(t, dir)
