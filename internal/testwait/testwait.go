@@ -18,12 +18,7 @@ const longest = 100 * time.Millisecond
 // names what is awaited, as the failure says it: "waited 10s for the consumer to read as bound".
 func For(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	if err := poll(within, func() error {
-		if cond() {
-			return nil
-		}
-		return errNotYet
-	}); err != nil {
+	if err := poll(within, holds(cond)); err != nil {
 		t.Fatalf("waited %v for %s", within, what)
 	}
 }
@@ -42,17 +37,22 @@ func ForNil(t testing.TB, what string, within time.Duration, try func() error) {
 // where only a wait on time itself can tell. within is how long the thing had its chance.
 func Never(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	if err := poll(within, func() error {
-		if cond() {
-			return nil
-		}
-		return errNotYet
-	}); err == nil {
+	if err := poll(within, holds(cond)); err == nil {
 		t.Fatalf("%s (within %v)", what, within)
 	}
 }
 
 var errNotYet = errors.New("not yet")
+
+// holds is cond as poll asks it: nil once it holds.
+func holds(cond func() bool) func() error {
+	return func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}
+}
 
 // poll asks try until it returns nil (then nil) or within has passed (then try's last error).
 // try is always asked at least once, and once more at the bound.
