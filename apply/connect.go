@@ -180,7 +180,11 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 		case errors.Is(err, nats.ErrNoResponders) && time.Now().Add(250*time.Millisecond).Before(deadline):
 			// Also seen for a moment while a server restarts (docs/nats.md, "Retries and what is
 			// transient"): asked again briefly before it is taken as no JetStream at all.
-			time.Sleep(250 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
 			continue
 		case errors.Is(err, nats.ErrNoResponders) && b.APIPrefix != DefaultAPIPrefix:
 			return fmt.Errorf("nothing answers %s at %s: the server has no JetStream at that prefix; check the JetStream domain or API prefix (--js-domain, --js-api-prefix, the context's jetstream_domain), or that the server runs JetStream", subject, b.Server)

@@ -1,7 +1,8 @@
-// Package apply reconciles a live NATS server or cluster with the compiler's plan: it reads what
-// the bus holds, works out what differs (a pure function, rendered for review), and asserts the
-// plan without losing data quietly (README.md, "Plans and a live bus: `meshc plan`, `meshc apply`,
-// `meshc up`"). It imports compiler only.
+// Package apply is the live bus: it connects as the NATS CLI does, reads what the bus holds into
+// the change model's State, asserts a change set without losing data quietly (README.md, "Plans
+// and a live bus: `meshc plan`, `meshc apply`, `meshc up`"), keeps one apply at a time by a lock
+// on the bus, and delivers an accounts file to the server that must load it. What differs, and
+// whether a change can lose data, is decided in package change, purely.
 package apply
 
 import (
