@@ -16,8 +16,8 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
-// What a bus can tell of the users and permissions it runs (docs/nats.md: what the bus says of
-// its accounts). The streams and consumers are read through the JetStream API; the accounts
+// What a bus can tell of the users and permissions it runs (docs/nats.md, "What the bus says of
+// its accounts"). The streams and consumers are read through the JetStream API; the accounts
 // are not: no request mesh-controller may make lists a server's users, and a connection as a
 // user the bus does not have is refused exactly as one with a wrong password is ("Authorization
 // Violation" either way), so a connection attempt proves nothing. What remains is what meshc

@@ -66,7 +66,7 @@ type shape interface {
 }
 
 // A Grammar is what a name must look like: lint's name and event checks and the JSON Schemas
-// an editor checks with both take it from here (docs/catalogue.md: names), so an editor marks
+// an editor checks with both take it from here (docs/catalogue.md, "Names"), so an editor marks
 // `module: Catalog_Bad` as lint does.
 type Grammar struct {
 	// Pattern is the whole value as a regular expression (RE2, which JSON Schema's ECMA-262
