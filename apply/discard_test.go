@@ -13,6 +13,7 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // The case, as mesh-controller: max-msgs-per-subject 10000 → 2 on an EVENTS holding nine
@@ -103,15 +104,11 @@ func TestTheDropsThePlanCountsAreTheServers(t *testing.T) {
 		cases[i].Name, cases[i].Subjects = name, cfg.Subjects
 		live.Streams = append(live.Streams, change.Stream{Name: name, Config: cfg, Messages: 10})
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		// The age case needs messages older than its new max_age of a second.
-		if st, err := js.Stream(ctx, "S3"); err == nil && time.Since(st.CachedInfo().State.LastTime) > 1500*time.Millisecond {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the clock did not move")
-		}
-	}
+	// The age case needs messages older than its new max_age of a second.
+	testwait.For(t, "the age case's messages to be older than its new max_age", time.Minute, func() bool {
+		st, err := js.Stream(ctx, "S3")
+		return err == nil && time.Since(st.CachedInfo().State.LastTime) > 1500*time.Millisecond
+	})
 	var items []change.Change
 	for i := range cases {
 		want := cases[i]

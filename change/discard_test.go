@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // The discard table against the server: each change the table says discards stored messages
@@ -69,12 +70,9 @@ func TestEveryDiscardRuleDropsMessages(t *testing.T) {
 		}
 	}
 	published := time.Now()
-	for deadline := time.Now().Add(time.Minute); time.Since(published) < 1500*time.Millisecond; {
-		if time.Now().After(deadline) {
-			t.Fatal("the clock did not move")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, "the age case's messages to be older than its new max_age", time.Minute, func() bool {
+		return time.Since(published) > 1500*time.Millisecond
+	})
 	covered := map[string]bool{}
 	for i, c := range cases {
 		fields := compareStreams(c.have, c.want)

@@ -16,8 +16,8 @@ import (
 type Plan struct {
 	// Account is the NATS account the users live in (mesh.yaml's name).
 	Account string
-	// Users in SPEC order: the controller, then each machine followed by its modules, then
-	// enrolment users, then people.
+	// Users in order: the controller, then each machine followed by its modules, then enrolment
+	// users, then people.
 	Users []User
 	// Streams sorted by name.
 	Streams []Stream
@@ -154,7 +154,8 @@ type User struct {
 	// Source is the declaration the user comes from, for findings about it.
 	Source catalogue.Pos
 	// Publish and Subscribe are never empty: a user with nothing to publish gets Deny [">"],
-	// because to the server an empty allow list means everything (NATS-FACTS §10).
+	// because to the server an empty allow list means everything (docs/nats.md, "An empty allow
+	// list means everything").
 	Publish   Permission
 	Subscribe Permission
 	// AllowResponses is one reply to a request actually received; only tool servers get it.
@@ -205,6 +206,10 @@ type Consumer struct {
 	// User is the one user that pulls or receives it, "" for a seat's holder consumer, which
 	// whoever holds the seat shares.
 	User string
+	// Reads are what a module's (or the controller's) consumer reads, one `consumes` (or
+	// `follows`) entry at a time, each with its filter subjects and what it means ("read
+	// registry's image.pushed"): what a review of a new consumer says, never emitted.
+	Reads []Grant
 }
 
 // ConsumerName is the name the server knows a consumer by: its durable name, or its name.

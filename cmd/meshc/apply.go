@@ -20,10 +20,19 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+       meshc apply FILE [same flags but --prune]
+
+With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
+the plan shows, from the catalogue it was made from (the directory it names). It refuses, naming
+what moved and applying nothing, when a file of the catalogue changed since, when an object the
+change set is about changed on the bus since, or when the change set meshc makes now is not the
+saved one. What a running bus moves on its own (messages, acknowledgements) is read afresh, and
+the refusals below (--allow-replace, --purge-non-empty) apply as they would to a plan made now.
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
 consumers, at most 64 requests in flight, and applying twice changes nothing. It
@@ -72,7 +81,14 @@ reload reloads as often as the server still needs. A reload the server refused e
 the server's own words as soon as its log (a log_file, or its standard error redirected to a
 file) says so. New users can connect at once and existing connections stay. A reload
 re-checks the password of every connected client, which is why an unchanged file is never
-rewritten. With --accounts and no server, only the file is written.
+rewritten. With --accounts and no server, only the file is written. With a server, the
+delivery is recorded on the bus (the file's digest, and the server's config_digest when
+--monitor reads it), so a later plan or apply without --accounts can say whether the users
+and permissions on the bus are still the catalogue's.
+
+Without --accounts, apply delivers streams and consumers only, and says when the users and
+permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
+recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -85,7 +101,9 @@ Flags:
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
   --reload TARGET   signal nats-server (a PID or its pid file) to reload the file, and confirm it
-  --monitor URL     with --reload: the server's monitoring endpoint (default http://127.0.0.1:8222)
+  --monitor URL     the server's monitoring endpoint (default http://127.0.0.1:8222): with --reload,
+                    where the reload is watched; with it named and no --accounts, where the
+                    server's config_digest says whether it still runs the accounts meshc delivered
   --reload-timeout D  with --reload: how long the server may take to reload (default 30s)
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
@@ -113,7 +131,7 @@ func runApply(inv *invocation, args []string) int {
 	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages")
 	adopt := fs.Bool("adopt", false, "take as the mesh's what the plan names but carries no meshc mark")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
-	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
@@ -134,10 +152,24 @@ func runApply(inv *invocation, args []string) int {
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
 		combo{flag: "reload", needs: []string{"accounts"}, why: "it signals the server to reload the file --accounts writes"},
-		combo{flag: "monitor", needs: []string{"reload"}, why: "it is where meshc watches the reload --reload asks for"},
 		combo{flag: "reload-timeout", needs: []string{"reload"}, why: "it bounds the wait for the reload --reload asks for"},
 	) {
 		return exitCantRun
+	}
+	// A saved plan names its catalogue and decided --prune when it was made.
+	var saved *change.Saved
+	if len(rest) == 1 {
+		if st, err := os.Stat(rest[0]); err == nil && st.Mode().IsRegular() {
+			if given(fs)["prune"] {
+				fmt.Fprintf(stderr, "meshc apply: %s is a saved plan, which decided --prune when it was made: drop --prune\n", rest[0])
+				return exitCantRun
+			}
+			if saved, err = readSaved(rest[0]); err != nil {
+				fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+				return exitFailed
+			}
+			rest, *prune = []string{saved.Catalogue.Dir}, saved.Prune
+		}
 	}
 	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
@@ -151,9 +183,10 @@ func runApply(inv *invocation, args []string) int {
 	defer stopSignals()
 	context.AfterFunc(sig, stopSignals)
 	var accounts *apply.AccountsDelivery
+	var accountsDigest string
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(sig, inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
+		if accounts, accountsDigest, exit = prepareAccounts(sig, inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
@@ -205,6 +238,12 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if saved != nil {
+		if err := savedStillHolds(saved, live, changes); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
+	}
 	if err := apply.CountDrops(ctx, bus, changes, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix}); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
@@ -231,6 +270,11 @@ func runApply(inv *invocation, args []string) int {
 		if exit := deliverAccounts(ctx, accounts, stderr); exit != exitOK {
 			return exit
 		}
+		if err := recordAccounts(ctx, js, fence, accountsDigest, *reload != "", *monitor); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		}
+	} else {
+		sayAccounts("apply", ctx, js, plan, given(fs)["monitor"], *monitor, stderr)
 	}
 	if changes.Empty() {
 		return exitOK
@@ -306,26 +350,56 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
 // the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
 // nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
+func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, string, int) {
 	stderr := inv.stderr
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitFailed
+		return nil, "", exitFailed
 	}
 	var server apply.Reloader
 	if reload != "" {
 		if server, err = apply.Signalled(ctx, reload, monitor, wait, nil); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return nil, exitCantRun
+			return nil, "", exitCantRun
 		}
 	}
 	d, err := apply.PrepareAccounts(ctx, data, path, server)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitCantRun
+		return nil, "", exitCantRun
 	}
-	return d, exitOK
+	return d, apply.AccountsDigest(data), exitOK
+}
+
+// recordAccounts records the delivery on the bus, with the server's config_digest when the
+// reload was watched on its monitoring endpoint.
+func recordAccounts(ctx context.Context, js jetstream.JetStream, fence func(context.Context) error, digest string, reloaded bool, monitor string) error {
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return err
+		}
+	}
+	rec := apply.AccountsRecord{Digest: digest, At: time.Now(), By: "meshc apply --accounts"}
+	if reloaded {
+		rec.ConfigDigest, _ = apply.ServerConfigDigest(ctx, monitor)
+	}
+	return apply.RecordAccounts(ctx, js, rec)
+}
+
+// sayAccounts says, where this command delivers no accounts, when the users and permissions on
+// the bus may differ from the catalogue's, and what that rests on.
+func sayAccounts(cmd string, ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitored bool, monitor string, stderr io.Writer) {
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
+	if err != nil {
+		return
+	}
+	if !monitored {
+		monitor = ""
+	}
+	if ev := apply.CheckAccounts(ctx, js, apply.AccountsDigest(data), monitor); ev.MayDiffer {
+		fmt.Fprintf(stderr, "meshc %s: users and permissions: %s [this rests on %s]\n", cmd, ev.Said, ev.Rests)
+	}
 }
 
 // deliverAccounts writes the file and has the server load it, saying what it did.
@@ -337,4 +411,15 @@ func deliverAccounts(ctx context.Context, d *apply.AccountsDelivery, stderr io.W
 	}
 	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
 	return exitOK
+}
+
+// savedStillHolds refuses a saved plan whose bus moved, or whose change set meshc no longer makes.
+func savedStillHolds(saved *change.Saved, live *change.State, changes change.Changes) error {
+	if moved := saved.BusMoved(live); len(moved) > 0 {
+		return change.Moved("the bus", moved, "by "+saved.Bus.Server)
+	}
+	if moved := saved.ChangesMoved(changes); len(moved) > 0 {
+		return change.Moved("what the plan does", moved, "meshc "+saved.Meshc+" saved it")
+	}
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/filelock"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // deliveryBus is a catalogue with dave, minted, whose accounts file a nats-server process
@@ -241,7 +242,7 @@ func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
 		done <- runWith(&invocation{stdout: &syncBuffer{}, stderr: &stderr}, []string{"apply", b.dir, "--server", b.s.url,
 			"--user", "mesh-controller", "--password", b.pw["mesh-controller"], "--accounts", b.accounts, "--reload", b.s.pid(), "--monitor", b.s.monitor})
 	}()
-	waitFor(t, "B to wait for the lock", func() bool {
+	testwait.For(t, "B to wait for the lock", 20*time.Second, func() bool {
 		return strings.Contains(stderr.String(), "waiting up to 1m0s for the lock held by apply A")
 	})
 
@@ -257,11 +258,7 @@ func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
 	if err := syscall.Kill(b.s.cmd.Process.Pid, syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); countLog(t, b.s, "Reloaded server configuration") == reloads; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("A's reload never happened")
-		}
-	}
+	testwait.For(t, "A's reload", 20*time.Second, func() bool { return countLog(t, b.s, "Reloaded server configuration") > reloads })
 	if err := lock.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +299,7 @@ func TestASignalledApplyGivesTheLockBack(t *testing.T) {
 			go func() { exited <- cmd.Wait() }()
 			defer cmd.Process.Kill()
 			// It holds the lock, and waits for the reload, once it has written the file.
-			waitFor(t, "the apply to write the file", func() bool {
+			testwait.For(t, "the apply to write the file", 20*time.Second, func() bool {
 				now, _ := os.ReadFile(b.accounts)
 				return string(now) != string(before)
 			})
@@ -359,7 +356,7 @@ func TestAccountsWithNoServerWaitForTheDirectoryLock(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	// The kernel lists a process waiting for a flock in /proc/locks, marked "->".
-	waitFor(t, "meshc to wait for the directory's lock", func() bool {
+	testwait.For(t, "meshc to wait for the directory's lock", 20*time.Second, func() bool {
 		locks, _ := os.ReadFile("/proc/locks")
 		for _, line := range strings.Split(string(locks), "\n") {
 			if f := strings.Fields(line); len(f) > 5 && f[1] == "->" && f[5] == fmt.Sprint(cmd.Process.Pid) {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // natsServerMain is nats-server's own main: TestMain runs it when this test binary is started as
@@ -87,14 +89,10 @@ func startServerProcess(t *testing.T, conf, logFile string) *serverProcess {
 		}
 	})
 	if logFile != "" {
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, err := os.Stat(logFile); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the server never wrote its log_file %s", logFile)
-			}
-		}
+		testwait.ForNil(t, "the server to write its log_file", 20*time.Second, func() error {
+			_, err := os.Stat(logFile)
+			return err
+		})
 	}
 	waitForLog(t, p, "Server is ready")
 	text := readLog(t, p)
@@ -122,14 +120,9 @@ func readLog(t *testing.T, p *serverProcess) string {
 // waitForLog waits until the server's log holds the text, or fails naming what it holds.
 func waitForLog(t *testing.T, p *serverProcess, text string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(readLog(t, p), text) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server never logged %q:\n%s", text, readLog(t, p))
-		}
-	}
+	testwait.For(t, fmt.Sprintf("the server to log %q", text), 20*time.Second, func() bool {
+		return strings.Contains(readLog(t, p), text)
+	})
 }
 
 // countLog counts the log's lines holding the text.
