@@ -93,10 +93,9 @@ func (f *accountsFile) write(data []byte) (bool, error) {
 // with its configuration file (read from its command line) and its monitoring endpoint, which
 // says what it has loaded.
 type SignalledServer struct {
-	isServer func(pid int) error
-	pid      int
-	config   string
-	monitor  string
+	pid     int
+	config  string
+	monitor string
 	// wait bounds a reload: how long the server may take to load the file.
 	wait time.Duration
 	// log is where the server writes its log, "" when meshc cannot read it: its refusal of a
@@ -123,11 +122,8 @@ func IsNATSServer(pid int) error {
 // that it is a running nats-server (a stale pid file's pid now belonging to a shell must not be
 // sent SIGHUP), started from a configuration file (a server reloads only that: nats-server -c),
 // and that the server at monitor is that process (docs/nats.md, "Reloading a server by
-// signal"). isServer decides the first; nil reads the process's name from /proc.
-func Signalled(ctx context.Context, target, monitor string, wait time.Duration, isServer func(pid int) error) (*SignalledServer, error) {
-	if isServer == nil {
-		isServer = IsNATSServer
-	}
+// signal").
+func Signalled(ctx context.Context, target, monitor string, wait time.Duration) (*SignalledServer, error) {
 	pid, err := strconv.Atoi(target)
 	if err != nil {
 		data, rerr := os.ReadFile(target)
@@ -142,14 +138,14 @@ func Signalled(ctx context.Context, target, monitor string, wait time.Duration, 
 		// kill(0) signals the caller's process group, kill(-N) group N: never a server.
 		return nil, fmt.Errorf("--reload %s: %d is not a process id (it must be above 0)", target, pid)
 	}
-	if err := isServer(pid); err != nil {
+	if err := IsNATSServer(pid); err != nil {
 		return nil, fmt.Errorf("--reload %s: %v; give the nats-server's pid or pid file", target, err)
 	}
 	config, err := configOf(pid)
 	if err != nil {
 		return nil, fmt.Errorf("--reload %s: %v", target, err)
 	}
-	r := &SignalledServer{isServer: isServer, pid: pid, config: config, monitor: strings.TrimRight(monitor, "/"), wait: wait}
+	r := &SignalledServer{pid: pid, config: config, monitor: strings.TrimRight(monitor, "/"), wait: wait}
 	if err := r.identify(ctx); err != nil {
 		return nil, err
 	}
@@ -328,7 +324,7 @@ func (r *SignalledServer) Monitor(ctx context.Context, pathAndQuery string) ([]b
 // Signal sends SIGHUP, as nats-server --signal reload does. The server answers only in its log:
 // rejected reads it, from where it ended when the signal was sent.
 func (r *SignalledServer) Signal(ctx context.Context, logFile string) (func() string, error) {
-	if err := r.isServer(r.pid); err != nil {
+	if err := IsNATSServer(r.pid); err != nil {
 		return nil, fmt.Errorf("--reload: %v: the server stopped or was replaced since apply began; apply again", err)
 	}
 	log := r.log

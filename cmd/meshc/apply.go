@@ -359,7 +359,7 @@ func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, 
 	}
 	var server apply.Reloader
 	if reload != "" {
-		if server, err = apply.Signalled(ctx, reload, monitor, wait, nil); err != nil {
+		if server, err = apply.Signalled(ctx, reload, monitor, wait); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return nil, "", exitCantRun
 		}
