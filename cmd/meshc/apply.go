@@ -51,8 +51,10 @@ many it drops. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
 One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
-bucket "meshc", recording holder, start and expiry) before it reads, and renews it while it
-works. A second apply waits up to --lock-timeout and then exits 2 naming the holder. A crashed
+bucket "meshc", recording holder, start and expiry) before it reads, renews it while it works,
+and checks it still holds it before every write (a lock broken or taken over stops the writes
+at the next one). A second apply says whom it waits for, waits up to --lock-timeout and then
+exits 2 naming the holder. Ctrl-C or SIGTERM stops an apply and gives the lock back; a killed
 apply's lock expires a minute after its last renewal; a stuck one's is removed with
 --break-lock. --dry-run reads without the lock.
 
@@ -113,8 +115,9 @@ Flags:
 Exit status:
   0  applied (or nothing to change)
   1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
-     --allow-discard/--adopt to proceed (or names another mesh's object) (or a stream to delete received messages since the plan was
-     read), or --accounts finds a user with no recorded hash (see --allow-missing)
+     --allow-discard/--adopt to proceed or names another mesh's object, a stream to delete
+     received messages since the plan was read, or --accounts finds a user with no recorded
+     hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
