@@ -239,8 +239,8 @@ type Held struct {
 	Exists bool
 }
 
-// held compares what the servers hold for an account with its claims (nil: only reads it).
-func held(answers []string, want []byte, signer string, tag string) (Held, error) {
+// heldOf compares what the servers hold for an account with its claims (nil: only reads it).
+func heldOf(answers []string, want []byte, signer string, tag string) (Held, error) {
 	h := Held{Current: len(answers) > 0}
 	for _, token := range answers {
 		if token == "" {
@@ -342,7 +342,7 @@ func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compil
 			if err != nil {
 				return err
 			}
-			state[i], err = held(answers, canonical[i], signer, tag)
+			state[i], err = heldOf(answers, canonical[i], signer, tag)
 			return err
 		})
 	}
@@ -428,7 +428,7 @@ func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compil
 		if err != nil {
 			return out, err
 		}
-		h, err := held(answers, nil, signer, tag)
+		h, err := heldOf(answers, nil, signer, tag)
 		if err != nil {
 			return out, err
 		}

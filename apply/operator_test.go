@@ -194,7 +194,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 		for _, a := range claims {
 			want, _ := compiler.Canonical(a.Claims)
 			answers, _ := r.Lookup(t.Context(), a.Claims.Subject)
-			h, _ := held(answers, want, m.plan.Operator.SigningKey, compiler.OwnerTag(m.plan.Account))
+			h, _ := heldOf(answers, want, m.plan.Operator.SigningKey, compiler.OwnerTag(m.plan.Account))
 			if !h.Current || len(answers) < 3 {
 				behind++
 			}

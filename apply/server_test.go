@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshc-dev/meshc/internal/natsserver"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // runServer starts a real JetStream server in the test process: loopback, a random port, a
@@ -51,30 +52,31 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// cluster is a 3-node in-process JetStream cluster (NATS-FACTS §2).
+// cluster is a 3-node in-process JetStream cluster (docs/nats.md, "Testing against a real server").
 type cluster struct {
 	t       *testing.T
 	opts    []*server.Options
 	servers []*server.Server
-	// base gives a node's options afresh at each start: a resolver is the server's, and is
-	// closed with it.
-	base func(i int) *server.Options
+	// base, when set, gives a node's options afresh at each start (a resolver is the server's,
+	// and is closed with it), with the cluster's settings and edits on top.
+	base  func(i int) *server.Options
+	edits []func(*server.Options)
 }
 
-func runCluster(t *testing.T) *cluster {
+func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 	t.Helper()
-	return runClusterFrom(t, func(int) *server.Options { return &server.Options{} })
+	return runClusterFrom(t, nil, edits...)
 }
 
 // runClusterFrom runs the cluster with each node's options starting from base(i): a node's
 // configuration file read (operator mode's trust and resolver), with the cluster's own settings
 // on top.
-func runClusterFrom(t *testing.T, base func(i int) *server.Options) *cluster {
+func runClusterFrom(t *testing.T, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
 	t.Helper()
 	const n = 3
 	ports := freePorts(t, 2*n)
 	dir := t.TempDir()
-	c := &cluster{t: t, base: base}
+	c := &cluster{t: t, base: base, edits: edits}
 	for i := range n {
 		var routes []string
 		for j := range n {
@@ -92,6 +94,9 @@ func runClusterFrom(t *testing.T, base func(i int) *server.Options) *cluster {
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = ports[n+i]
 		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		for _, edit := range edits {
+			edit(o)
+		}
 		c.opts = append(c.opts, o)
 		c.servers = append(c.servers, nil)
 	}
@@ -112,9 +117,16 @@ func runClusterFrom(t *testing.T, base func(i int) *server.Options) *cluster {
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
-	o, own := c.base(i), c.opts[i]
-	o.ServerName, o.Host, o.Port, o.JetStream, o.StoreDir = own.ServerName, own.Host, own.Port, own.JetStream, own.StoreDir
-	o.NoLog, o.NoSigs, o.Tags, o.Cluster, o.Routes = own.NoLog, own.NoSigs, own.Tags, own.Cluster, own.Routes
+	o := c.opts[i].Clone()
+	if c.base != nil {
+		own := o
+		o = c.base(i)
+		o.ServerName, o.Host, o.Port, o.JetStream, o.StoreDir = own.ServerName, own.Host, own.Port, own.JetStream, own.StoreDir
+		o.NoLog, o.NoSigs, o.Tags, o.Cluster, o.Routes = own.NoLog, own.NoSigs, own.Tags, own.Cluster, own.Routes
+		for _, edit := range c.edits {
+			edit(o)
+		}
+	}
 	s, err := natsserver.Start(context.Background(), o, 10*time.Second)
 	if err != nil {
 		c.t.Fatalf("node %d: %v", i+1, err)
@@ -132,8 +144,7 @@ func (c *cluster) stop(i int) {
 // election get no reply at all.
 func (c *cluster) waitReady() {
 	c.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(c.t, "the cluster to elect a meta leader with every running node current", 15*time.Second, func() bool {
 		leader, current := false, true
 		for _, s := range c.servers {
 			if s == nil {
@@ -142,12 +153,8 @@ func (c *cluster) waitReady() {
 			leader = leader || s.JetStreamIsLeader()
 			current = current && s.JetStreamIsCurrent()
 		}
-		if leader && current {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	c.t.Fatal("cluster never elected a meta leader")
+		return leader && current
+	})
 }
 
 func (c *cluster) urls() string {

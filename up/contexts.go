@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
@@ -62,8 +63,9 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 	return paths, nil
 }
 
-// PrintConnect says where the bus is and how to connect to it as its users, by their contexts.
-func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
+// PrintConnect says where the bus is and how to connect to it as its users, by their contexts,
+// and how to plan the catalogue in dir (as given to up) against it: each line runs as printed.
+func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string, dir string) {
 	url, plan := b.URL, b.plan
 	what := "development password"
 	if b.op != nil {
@@ -78,5 +80,13 @@ func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
 			shown++
 		}
 	}
-	fmt.Fprintf(w, "  meshc plan --context %s\n\n", contexts[compiler.ControllerUser])
+	fmt.Fprintf(w, "  meshc plan %s --context %s\n\n", shellWord(dir), shellWord(contexts[compiler.ControllerUser]))
+}
+
+// shellWord is s as one word of a shell command line: as it is when nothing in it is special.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
 )
 
@@ -43,12 +44,15 @@ nothing from a higher cost.
 
 Flags:
   --dir DIR   the catalogue (default: the current directory)
-  --missing   mint every user the catalogue derives that has no recorded hash
+  --missing   mint every user the catalogue derives that has no recorded hash, or whose
+              recorded value is not what the mesh's auth records (a bcrypt hash left in a
+              mesh switched to auth: nkey, or the reverse): switching auth is this command
   --out CREDS with auth: operator, write USER.creds files into this directory
 
 Exit status:
   0  minted (or nothing was missing)
-  1  a USER is not a bus user of this catalogue, or the catalogue has errors
+  1  a USER is not a bus user of this catalogue, or the catalogue has errors (other than
+     credential-invalid, which minting fixes)
   2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
 `
 
@@ -68,7 +72,9 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 
-	plan, code := compileCatalogue("mint", *dir, stderr)
+	// Mint is how a credential that does not fit the mesh's auth is replaced: those errors are
+	// what it fixes, not a reason to refuse.
+	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid)
 	if plan == nil {
 		return code
 	}
@@ -88,9 +94,16 @@ func runMint(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc mint: --out writes credentials files, which only a mesh with auth: operator has; without it mint prints each secret\n")
 		return exitCantRun
 	}
+	creds.Header = catalogue.CredentialsHeader(plan.NKeys)
+	fits := func(v string) error { return catalogue.CredentialFits(plan.NKeys, v) }
+	if plan.Operator != nil {
+		creds.Header, fits = catalogue.OperatorHeader, catalogue.CredentialFitsOperator
+	}
 	if *missing {
+		// Missing, or recorded in a form the mesh's auth does not take (hashes left from
+		// before a switch to auth: nkey): switching auth is this one command.
 		for _, u := range plan.Users {
-			if u.Credential() == "" && !creds.Recorded(u.Name) {
+			if (u.Credential() == "" && !creds.Recorded(u.Name)) || (u.Credential() != "" && fits(u.Credential()) != nil) {
 				users = append(users, u.Name)
 			}
 		}
