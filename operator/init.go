@@ -196,43 +196,46 @@ const (
 // Init makes a new operator for the catalogue in dir: its public keys, and a key for every account
 // of plan, recorded in dir's keys.yaml; its secrets and the servers' configuration written into
 // secrets, which must be outside the catalogue (a secret there is one `git add` from the
-// repository) and must not hold them already (a secret is never overwritten). It returns the
-// paths written.
-func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) ([]string, error) {
+// repository) and must not hold them already (a secret is never overwritten). It says what it
+// wrote and what to do with it.
+func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) (string, error) {
+	if plan.Operator == nil {
+		return "", fmt.Errorf("%s does not say `auth: operator`: set it first", catalogue.MeshFile)
+	}
 	if err := Outside(secrets, dir); err != nil {
-		return nil, err
+		return "", err
 	}
 	edit, err := catalogue.EditCredentials(dir) // the catalogue's lock, which keys.yaml shares
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer edit.Close()
 	c, _, err := catalogue.Load(dir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if c.Keys != nil && c.Keys.Operator.Value != "" {
-		return nil, fmt.Errorf("%s already records an operator (%s): its servers trust it, and a new one means configuring every server again; to do that on purpose, delete the operator's lines from %s and run this again",
+		return "", fmt.Errorf("%s already records an operator (%s): its servers trust it, and a new one means configuring every server again; to do that on purpose, delete the operator's lines from %s and run this again",
 			catalogue.KeysFile, c.Keys.Operator.Value, catalogue.KeysFile)
 	}
 	if err := os.MkdirAll(secrets, 0o700); err != nil {
-		return nil, err
+		return "", err
 	}
 	var paths []string
 	for _, name := range []string{IdentityFile, SigningFile, SystemFile, ServerConfFile} {
 		p := filepath.Join(secrets, name)
 		if _, err := os.Lstat(p); err == nil {
-			return nil, fmt.Errorf("%s exists: a secret is never overwritten; give another --secrets directory", p)
+			return "", fmt.Errorf("%s exists: a secret is never overwritten; give another --secrets directory", p)
 		}
 		paths = append(paths, p)
 	}
 	op, err := NewOperator(plan.Account)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	rec, err := op.Record()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for name, key := range c.Keys.Record().Accounts {
 		rec.Accounts[name] = key
@@ -240,7 +243,7 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) ([]string
 	for _, a := range plan.OperatorAccounts() {
 		if rec.Accounts[a] == "" {
 			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
-				return nil, err
+				return "", err
 			}
 		}
 	}
@@ -248,11 +251,11 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) ([]string
 	signing, _ := op.Signing.Seed()
 	system, err := op.SystemCreds()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	conf, err := op.ServerConf(r)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	// The secrets first: keys.yaml naming an operator whose seeds were never written would be an
 	// operator nobody can sign for.
@@ -262,10 +265,14 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) ([]string
 			mode = 0o644 // the servers' configuration holds no secret
 		}
 		if err := writeNew(paths[i], data, mode); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
-	return paths, rec.Write(dir)
+	if err := rec.Write(dir); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("wrote %s; recorded the operator and %d account key(s) in %s. Keep %s offline, give %s and %s to CI as secrets (MESHC_OPERATOR_SIGNING_KEY, MESHC_SYSTEM_CREDS), include %s in each server's configuration, then run `meshc mint --missing --out CREDS`",
+		strings.Join(paths, ", "), len(rec.Accounts), catalogue.KeysFile, IdentityFile, SigningFile, SystemFile, ServerConfFile), nil
 }
 
 // Outside refuses a secrets directory inside the catalogue's.

@@ -15,7 +15,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
 )
 
 // The environment variables CI hands the secrets in, each holding the secret itself (a GitHub
@@ -295,4 +298,49 @@ func MintFor(plan *compiler.Plan, users []string) (map[string]Minted, error) {
 		out[name] = m
 	}
 	return out, nil
+}
+
+// ErrUnrecorded marks a failure after credentials were handed out but before their keys were
+// recorded: the credentials will not work, and whoever holds them must discard them.
+var ErrUnrecorded = errors.New("the credentials handed out were NOT recorded and will not work: discard them, fix the cause and mint again")
+
+// Issue mints users' credentials in the catalogue in dir and records their signing keys in edit
+// (which holds the catalogue's lock): printed on stdout for one user, written as out/USER.creds
+// (mode 0600, outside the catalogue) for several. Every refusal comes before anything is written;
+// an account with no key gets one in keys.yaml; and a signing key is recorded only once its
+// credentials are out, so the account never trusts credentials nobody holds. It says what it did.
+func Issue(edit *catalogue.CredentialsEdit, dir string, plan *compiler.Plan, users []string, out string, stdout io.Writer) (string, error) {
+	if out == "" && len(users) > 1 {
+		return "", fmt.Errorf("%d users' credentials are %d files: give --out DIR (outside the catalogue) to write them as DIR/USER.creds", len(users), len(users))
+	}
+	if out != "" {
+		if err := Outside(out, dir); err != nil {
+			return "", err
+		}
+	}
+	added, err := RecordAccountKeys(dir, plan)
+	if err != nil {
+		return "", err
+	}
+	minted, err := MintFor(plan, users)
+	if err != nil {
+		return "", err
+	}
+	keys := map[string]string{}
+	for _, u := range users {
+		keys[u] = minted[u].SigningKey
+		if out == "" {
+			_, err = stdout.Write(minted[u].Creds)
+		} else if err = os.MkdirAll(out, 0o700); err == nil {
+			err = atomicfile.Write(filepath.Join(out, u+".creds"), minted[u].Creds, 0o600)
+		}
+		if err != nil {
+			return "", fmt.Errorf("the credentials could not be written (%v), so nothing was recorded; mint again", err)
+		}
+	}
+	if err := edit.Record(keys); err != nil {
+		return "", fmt.Errorf("%w\n%w", err, ErrUnrecorded)
+	}
+	return fmt.Sprintf("recorded %d signing key(s) in %s and %d account key(s) in %s; run `meshc emit` and `meshc apply` so the bus takes them",
+		len(users), catalogue.CredentialsFile, added, catalogue.KeysFile), nil
 }

@@ -93,17 +93,10 @@ Without --accounts, apply delivers streams and consumers only, and says when the
 permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
 recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
 
-With 'auth: operator' (mesh.yaml) there is no accounts file: apply pushes the account JWTs to
-the servers' resolver over the bus, as the system user, before the streams. It asks every server
-what it holds and pushes exactly the accounts that differ from the catalogue's claims
-(golden/claims.json), exporters before importers, each signed with the operator's signing key
-and issued after what any server holds; proves each works (a user of it connects, and the
-server reports its imports resolved); and deletes the mesh's accounts the catalogue no longer
-has. The servers apply each push as it comes: no file, no signal, no reload, and the clients of
-other accounts stay connected. A cluster server that was down catches up within one resolver
-interval of coming back. The secrets come from the environment (CI secrets) or files:
-MESHC_OPERATOR_SIGNING_KEY or --operator-key, MESHC_SYSTEM_CREDS or --system-creds. The mesh's
-streams are applied as mesh-controller, with its credentials from the connection flags.
+With 'auth: operator' there is no accounts file: first, as the system user, apply pushes the
+account JWTs that differ from what the servers' resolver holds (golden/claims.json), exporters
+first, proves each works, and deletes the mesh's accounts the catalogue dropped: no file, no
+signal, no reload (secrets: MESHC_OPERATOR_SIGNING_KEY, MESHC_SYSTEM_CREDS, or the flags).
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -123,10 +116,8 @@ Flags:
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
   --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
-  --operator-key FILE   auth: operator: the operator's signing key seed (else $MESHC_OPERATOR_SIGNING_KEY)
-  --system-creds FILE   auth: operator: the system user's credentials (else $MESHC_SYSTEM_CREDS)
-  --new-bus         auth: operator: create the mesh's streams on a resolver that never held the
-                    mesh (a bus moved from an accounts file keeps them elsewhere: meshc help operator)
+  --operator-key FILE, --system-creds FILE   auth: operator: the signing key's seed, the system user
+  --new-bus         auth: operator: create the streams of a mesh new to the servers
 
 ` + connectHelp + `
 Exit status:
@@ -230,10 +221,19 @@ func runApply(inv *invocation, args []string) int {
 			}
 		}
 	}
-	var users *operatorPush
+	var users *apply.Pusher
 	if plan.Operator != nil {
-		if users, exit = pushMeshAccount(sig, inv, &conn, plan, *operatorKey, *systemCreds, *dryRun, *accountsPath); users == nil {
-			return exit
+		if *accountsPath != "" {
+			fmt.Fprintf(stderr, "meshc apply: with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts\n")
+			return exitCantRun
+		}
+		c, err := conn.resolve("apply", plan)
+		if err == nil {
+			users, err = apply.OpenDelivery(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
 		}
 		defer users.Close()
 	}
@@ -273,9 +273,12 @@ func runApply(inv *invocation, args []string) int {
 	if users != nil {
 		// Inside the lock: two applies at once would push two versions in one second, which a
 		// cluster's servers may keep in different orders (docs/nats.md, "A push on a cluster").
-		if exit := users.all(ctx, fence, *dryRun, stderr); exit != exitOK {
-			return exit
+		said, err := users.Deliver(ctx, fence, *dryRun)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
+			return exitCantRun
 		}
+		fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", said)
 	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
@@ -283,7 +286,7 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	if users != nil && !*newBus {
-		if err := apply.StartsEmpty(users.first, live, plan); err != nil {
+		if err := users.StartsEmpty(live, plan); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitFailed
 		}
@@ -479,64 +482,4 @@ func savedStillHolds(saved *change.Saved, live *change.State, changes change.Cha
 		return change.Moved("what the plan does", moved, "meshc "+saved.Meshc+" saved it")
 	}
 	return nil
-}
-
-// operatorPush is apply's push of the mesh's accounts in operator mode.
-type operatorPush struct {
-	*apply.Pusher
-	// first is what pushing the mesh's account first did.
-	first apply.Pushed
-}
-
-// pushMeshAccount reads the secrets, connects as the system user and pushes the mesh's own
-// account when the resolver lacks it as derived: mesh-controller lives in it, and the lock apply
-// takes before pushing the rest lives in its JetStream. nil means exit with the code.
-func pushMeshAccount(ctx context.Context, inv *invocation, conn *connectFlags, plan *compiler.Plan, keyPath, credsPath string, dryRun bool, accountsPath string) (*operatorPush, int) {
-	stderr := inv.stderr
-	fail := func(err error) (*operatorPush, int) {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitCantRun
-	}
-	if accountsPath != "" {
-		return fail(errors.New("with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts"))
-	}
-	c, err := conn.resolve("apply", plan)
-	if err != nil {
-		return fail(err)
-	}
-	p, err := apply.OpenPusher(ctx, c, plan, keyPath, credsPath, dryRun)
-	if err != nil {
-		return fail(err)
-	}
-	push := &operatorPush{Pusher: p}
-	if !dryRun {
-		if push.first, err = p.Mesh(ctx); err != nil {
-			p.Close()
-			return fail(err)
-		}
-	}
-	return push, exitOK
-}
-
-// all pushes every account (or with dryRun, says what it would push), saying what it did; fence,
-// when set, is checked first: the push is a write under apply's lock.
-func (o *operatorPush) all(ctx context.Context, fence func(context.Context) error, dryRun bool, stderr io.Writer) int {
-	var did apply.Pushed
-	var err error
-	switch {
-	case dryRun:
-		did, err = o.Status(ctx)
-	case fence != nil:
-		if err = fence(ctx); err == nil {
-			did, err = o.All(ctx, nil)
-		}
-	default:
-		did, err = o.All(ctx, nil)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		return exitCantRun
-	}
-	fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", did.After(o.first).Say(dryRun))
-	return exitOK
 }

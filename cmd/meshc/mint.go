@@ -4,14 +4,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/suggest"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
@@ -19,6 +16,7 @@ import (
 
 const mintHelp = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
        meshc mint [--dir DIR] [--out CREDS] --missing
+       meshc mint [--dir DIR] --revoke USER...
 
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
@@ -27,12 +25,10 @@ instead: credentials.yaml records the public key, and the line printed is 'USER 
 password is printed once and kept nowhere: hand it to whoever runs as that user now. Minting a
 user again rotates its password.
 
-With 'auth: operator' it issues the user's credentials file (a JWT and its seed): printed for one
-user, written to CREDS/USER.creds (mode 0600, outside the catalogue) with --out for several. Each
-is signed by a new signing key of the user's account, whose public key credentials.yaml records
-and whose seed is forgotten; no secret is needed. Minting again rotates the key: once apply has
-pushed the account, credentials signed by the old key are refused and their connections closed.
-An account with no key gets one in keys.yaml.
+With 'auth: operator' it issues each user's credentials file, printed (or with --out written to
+CREDS/USER.creds, outside the catalogue), signed by a new key of the user's account whose public
+key credentials.yaml records: minting again rotates it. --revoke removes USERs' records; the next
+apply (in operator mode, with no reload) closes their connections.
 
 credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
 left as it was; a file using anchors, aliases or flow style is refused rather than rewritten),
@@ -48,6 +44,7 @@ Flags:
               recorded value is not what the mesh's auth records (a bcrypt hash left in a
               mesh switched to auth: nkey, or the reverse): switching auth is this command
   --out CREDS with auth: operator, write USER.creds files into this directory
+  --revoke    remove the USERs' records: revoke them
 
 Exit status:
   0  minted (or nothing was missing)
@@ -63,6 +60,7 @@ func runMint(inv *invocation, args []string) int {
 	dir := fs.String("dir", ".", "the catalogue `DIR`")
 	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
 	out := fs.String("out", "", "with auth: operator, write each user's credentials into `CREDS`/USER.creds")
+	revoke := fs.Bool("revoke", false, "remove the users' records: revoke them")
 	users, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -90,6 +88,15 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
+	if *revoke {
+		removed, err := creds.Remove(users)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc mint: revoked %d of %d user(s) in %s; `meshc emit` and `meshc apply` take it to the bus\n", len(removed), len(users), catalogue.CredentialsFile)
+		return exitOK
+	}
 	if plan.Operator == nil && *out != "" {
 		fmt.Fprintf(stderr, "meshc mint: --out writes credentials files, which only a mesh with auth: operator has; without it mint prints each secret\n")
 		return exitCantRun
@@ -109,8 +116,11 @@ func runMint(inv *invocation, args []string) int {
 		}
 		if len(users) == 0 {
 			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded hash\n")
-			if plan.Operator != nil && !recordAccountKeys(inv, *dir, plan) {
-				return exitCantRun
+			if plan.Operator != nil {
+				if _, err := operator.RecordAccountKeys(*dir, plan); err != nil {
+					fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+					return exitCantRun
+				}
 			}
 			return exitOK
 		}
@@ -130,7 +140,13 @@ func runMint(inv *invocation, args []string) int {
 	}
 
 	if plan.Operator != nil {
-		return mintCreds(inv, plan, creds, users, *dir, *out)
+		said, err := operator.Issue(creds, *dir, plan, users, *out, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc mint: %s\n", said)
+		return exitOK
 	}
 	hashes := map[string]string{}
 	var printed strings.Builder
@@ -163,61 +179,4 @@ func runMint(inv *invocation, args []string) int {
 	fmt.Fprintf(stderr, "meshc mint: recorded %d %s in %s; run `meshc emit` so accounts.conf carries them\n",
 		len(users), records, catalogue.CredentialsFile)
 	return exitOK
-}
-
-// mintCreds issues operator-mode credentials: printed for one user, written into out for several,
-// and only then is each signing key recorded (credentials nobody holds must not be the ones the
-// account trusts).
-func mintCreds(inv *invocation, plan *compiler.Plan, edit *catalogue.CredentialsEdit, users []string, dir, out string) int {
-	stdout, stderr := inv.stdout, inv.stderr
-	if out == "" && len(users) > 1 {
-		fmt.Fprintf(stderr, "meshc mint: %d users' credentials are %d files: give --out DIR (outside the catalogue) to write them as DIR/USER.creds\n", len(users), len(users))
-		return exitCantRun
-	}
-	if out != "" {
-		if err := operator.Outside(out, dir); err != nil {
-			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
-			return exitCantRun
-		}
-	}
-	if !recordAccountKeys(inv, dir, plan) {
-		return exitCantRun
-	}
-	minted, err := operator.MintFor(plan, users)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc mint: %v\n", err)
-		return exitCantRun
-	}
-	keys := map[string]string{}
-	for _, u := range users {
-		keys[u] = minted[u].SigningKey
-		if out == "" {
-			_, err = stdout.Write(minted[u].Creds)
-		} else if err = os.MkdirAll(out, 0o700); err == nil {
-			err = atomicfile.Write(filepath.Join(out, u+".creds"), minted[u].Creds, 0o600)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc mint: the credentials could not be written (%v), so nothing was recorded; mint again\n", err)
-			return exitCantRun
-		}
-	}
-	if err := edit.Record(keys); err != nil {
-		fmt.Fprintf(stderr, "meshc mint: %v\nmeshc mint: the credentials above were NOT recorded and will not work: discard them, fix the cause and mint again\n", err)
-		return exitCantRun
-	}
-	fmt.Fprintf(stderr, "meshc mint: recorded %d signing key(s) in %s; run `meshc emit` and `meshc apply` so the bus takes them\n", len(users), catalogue.CredentialsFile)
-	return exitOK
-}
-
-// recordAccountKeys gives every account without a key one, in keys.yaml, and says so.
-func recordAccountKeys(inv *invocation, dir string, plan *compiler.Plan) bool {
-	n, err := operator.RecordAccountKeys(dir, plan)
-	if err != nil {
-		fmt.Fprintf(inv.stderr, "meshc mint: %v\n", err)
-		return false
-	}
-	if n > 0 {
-		fmt.Fprintf(inv.stderr, "meshc mint: recorded the keys of %d account(s) in %s\n", n, catalogue.KeysFile)
-	}
-	return true
 }

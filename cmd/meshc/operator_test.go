@@ -172,7 +172,7 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	bob := connect("person.bob", filepath.Join(creds, "person.bob.creds"))
 	bob.SetClosedHandler(func(*nats.Conn) { close(closed) })
 	bob.SetReconnectHandler(func(*nats.Conn) {})
-	run(exitOK, "revoke", "--dir", dir, "person.bob")
+	run(exitOK, "mint", "--dir", dir, "--revoke", "person.bob")
 	run(exitOK, "emit", dir, "--allow-missing")
 	run(exitOK, "apply", dir)
 	deadline := time.Now().Add(10 * time.Second)

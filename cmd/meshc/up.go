@@ -33,10 +33,8 @@ JetStream, on 127.0.0.1, with nothing installed:
   5. watches the catalogue and, when a manifest changes, recomposes the accounts, reloads the
      server in place (existing connections stay) and applies again. Ctrl-C stops it.
 
-With auth: operator it runs a development operator instead (its keys in STATE/dev-keys.yaml):
-the server trusts it and keeps a resolver, the accounts are pushed as meshc apply pushes them
-(STATE/contexts/USER.creds for each user), and a change is pushed again with no reload. A state
-directory that ran from an accounts file has its streams moved to the mesh account's key.
+With auth: operator it runs a development operator (STATE/dev-keys.yaml) and pushes the accounts
+as apply does, again on a change, with no reload; streams stored from an accounts file are moved.
 
 With --once it applies, proves a sample flow (a module emits an event, the stream stores it,
 the consuming module's own consumer delivers it and the ack is accepted, with the permissions
