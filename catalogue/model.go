@@ -69,6 +69,24 @@ type Mesh struct {
 	Approvals []Approval
 	// Lint is how this catalogue wants lint's rules: a rule turned off, or at another severity.
 	Lint Lint
+	// Limits bound what each bus user and the mesh's account may hold on the server.
+	Limits Limits
+}
+
+// Limits are mesh.yaml's limits: what each bus user's connections and the mesh's account may
+// hold. Zero means the derived default (docs/catalogue.md, "Limits").
+type Limits struct {
+	Pos Pos
+	// ConnectionsPerUser is how many connections each bus user may hold at once.
+	ConnectionsPerUser int64
+	// MaxSubscriptions and MaxPayload bound each connection.
+	MaxSubscriptions int64
+	MaxPayload       int64
+	// MaxStreams, MaxConsumers, MaxFile and MaxMemory bound the mesh's account's JetStream.
+	MaxStreams   int64
+	MaxConsumers int64
+	MaxFile      int64
+	MaxMemory    int64
 }
 
 // Lint is mesh.yaml's lint: settings.
@@ -127,13 +145,14 @@ type Streams struct {
 	Events, Control, Nodes, Seats StreamSettings
 }
 
-// StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the server's
-// default (or, for Replicas, 1).
+// StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the mesh's
+// default for that stream (docs/catalogue.md, "Limits"), or for Replicas 1 and for MaxAge none.
 type StreamSettings struct {
 	Pos               Pos
 	Replicas          int
 	MaxAge            time.Duration
 	MaxBytes          int64
+	MaxMsgSize        int64
 	MaxMsgsPerSubject int64
 	// Storage is "file" or "memory"; empty means file.
 	Storage Text

@@ -30,6 +30,10 @@ type Account struct {
 	// Exports sorted by subject; Imports sorted by subject, then source account.
 	Exports []Export
 	Imports []Import
+	// Limits bound what its users hold on the server; JetStreamLimits, for the account with
+	// JetStream, what it stores (limits.go).
+	Limits          AccountLimits
+	JetStreamLimits JetStreamLimits
 }
 
 // ExportKind says how a subject crosses from one account to another.

@@ -63,6 +63,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.isolate()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
+	c.limits()
 	c.plan.Mark()
 
 	// Sorted and checked once, here: emit and apply trust a checked plan. What fails the check
@@ -324,25 +325,30 @@ func (c *compilation) credentials() {
 }
 
 // streams derives the mesh's streams and one work queue per seat that accepts work — held or
-// not, because work waits in the queue until a holder appears.
+// not, because work waits in the queue until a holder appears. Each is bounded (docs/catalogue.md,
+// "Limits"): its bytes, its largest message and, where one subject is one principal's, its
+// messages per subject, so no principal can store without bound or push out what another needs.
 func (c *compilation) streams() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams
 	meshPos := catalogue.Pos{File: mesh.File}
 
-	events := streamConfig(EventsStream, s.Events, jetstream.LimitsPolicy,
+	// A history: when full, the oldest events go, and each event's cap keeps one busy emitter
+	// from pushing out the others'.
+	events := streamConfig(EventsStream, s.Events, catalogue.EventsDefaults, jetstream.LimitsPolicy,
 		// The event token is why EVENTS can store events without storing tool calls.
 		"mesh.mod.*.event.>", "mesh.seat.*.event.>")
-	events.MaxMsgsPerSubject = s.Events.MaxMsgsPerSubject
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: events, Source: orPos(s.Events.Pos, meshPos)})
 
 	// CONTROL names its subjects rather than taking mesh.control.>, because heartbeats live under
-	// that prefix and must not compete for retention with reports and enrolments.
-	control := streamConfig(ControlStream, s.Control, jetstream.WorkQueuePolicy, Report("*"), Enrolment("*"))
+	// that prefix and must not compete for retention with reports and enrolments. Each subject is
+	// one machine's, so its cap bounds what one machine (or one enrolment token) can store, and a
+	// machine's newest reports are the ones that matter.
+	control := streamConfig(ControlStream, s.Control, catalogue.ControlDefaults, jetstream.WorkQueuePolicy, Report("*"), Enrolment("*"))
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: control, Source: orPos(s.Control.Pos, meshPos)})
 
 	// Only the newest declaration per machine matters.
-	nodes := streamConfig(NodesStream, s.Nodes, jetstream.LimitsPolicy, Declaration("*"))
+	nodes := streamConfig(NodesStream, s.Nodes, catalogue.NodesDefaults, jetstream.LimitsPolicy, Declaration("*"))
 	nodes.MaxMsgsPerSubject = 1
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: nodes, Source: orPos(s.Nodes.Pos, meshPos)})
 
@@ -350,25 +356,34 @@ func (c *compilation) streams() {
 		if len(seat.Accepts) == 0 {
 			continue
 		}
-		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
+		// A full queue refuses new work, to its submitter, rather than dropping work it accepted.
+		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, catalogue.SeatsDefaults, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
 		c.plan.Streams = append(c.plan.Streams, Stream{Config: cfg, Source: seat.Name.Pos})
 	}
 }
 
-func streamConfig(name string, s catalogue.StreamSettings, retention jetstream.RetentionPolicy, subjects ...string) jetstream.StreamConfig {
+// streamConfig is one stream's configuration: the mesh's settings, and def where it sets none.
+func streamConfig(name string, s catalogue.StreamSettings, def catalogue.StreamDefaults, retention jetstream.RetentionPolicy, subjects ...string) jetstream.StreamConfig {
+	discard := jetstream.DiscardOld
+	if def.DiscardNew {
+		discard = jetstream.DiscardNew
+	}
 	storage := jetstream.FileStorage
 	if s.Storage.Value == "memory" {
 		storage = jetstream.MemoryStorage
 	}
 	return jetstream.StreamConfig{
-		Name:      name,
-		Subjects:  subjects,
-		Retention: retention,
-		Storage:   storage,
-		Replicas:  max(s.Replicas, 1),
-		MaxAge:    s.MaxAge,
-		MaxBytes:  orDefault(s.MaxBytes, -1),
-		MaxMsgs:   -1,
+		Name:              name,
+		Subjects:          subjects,
+		Retention:         retention,
+		Discard:           discard,
+		Storage:           storage,
+		Replicas:          max(s.Replicas, 1),
+		MaxAge:            s.MaxAge,
+		MaxBytes:          orDefault(s.MaxBytes, def.MaxBytes),
+		MaxMsgSize:        int32(orDefault(s.MaxMsgSize, def.MaxMsgSize)),
+		MaxMsgsPerSubject: orDefault(s.MaxMsgsPerSubject, def.MaxMsgsPerSubject),
+		MaxMsgs:           -1,
 	}
 }
 
@@ -397,6 +412,9 @@ func (c *compilation) consumers() {
 		// The controller's window, a holder's own handling or a machine's apply decides when a
 		// message is given up on; a server that dead-lettered first would discard it.
 		cfg.MaxDeliver = -1
+		if cfg.DeliverSubject == "" {
+			cfg.MaxRequestExpires = MaxPullExpires
+		}
 		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source, User: user})
 	}
 
@@ -445,6 +463,12 @@ func (c *compilation) consumers() {
 		}
 	}
 }
+
+// MaxPullExpires is the longest one pull may wait for messages. Below the two minutes for which
+// an account-per-module mesh keeps the route a pull's messages travel back by (the pull export's
+// response threshold): a longer pull would have its messages delivered into nothing, to wait for
+// AckWait (docs/nats.md, "Traps"). nats.go's own pulls wait 30 s.
+const MaxPullExpires = time.Minute
 
 // ServerDefaultMaxConsumers is how many consumers nats-server lets a stream have unless the
 // stream says otherwise (JSDefaultMaxConsumersPerStream, 2.15). A stream's -1 does not lift it:

@@ -29,6 +29,9 @@ type Plan struct {
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 
+	// shared is the one account of a shared-account mesh, with its limits (MeshAccount).
+	shared Account
+
 	// checked is set by Check when the plan passes it.
 	checked bool
 }

@@ -92,7 +92,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
 	if len(p.Accounts) == 0 {
-		writeAccount(&b, compiler.Account{Name: p.Account, JetStream: true}, p.Users)
+		writeAccount(&b, *p.MeshAccount(), p.Users)
 	} else {
 		byAccount := map[string][]compiler.User{}
 		for _, u := range p.Users {
@@ -112,9 +112,7 @@ func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
 	b.WriteString("  ")
 	writeQuoted(b, a.Name)
 	b.WriteString(" {\n")
-	if a.JetStream {
-		b.WriteString("    jetstream: enabled\n")
-	}
+	writeLimits(b, a)
 	b.WriteString("    users = [\n")
 	for _, u := range users {
 		if u.Credential() == "" {
@@ -157,6 +155,32 @@ func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
 		b.WriteString("    ]\n")
 	}
 	b.WriteString("  }\n")
+}
+
+// writeLimits writes what the account may hold (compiler/limits.go): its JetStream limits when it
+// has JetStream, and its users' connections, subscriptions and payload. Each on one line, so a
+// mesh of many accounts grows by a line an account. A JetStream map enables JetStream as
+// `enabled` does, with -1 (no limit) for what it leaves out (server/opts.go).
+func writeLimits(b *bytes.Buffer, a compiler.Account) {
+	if js := a.JetStreamLimits; a.JetStream && js.MaxStreams > 0 {
+		fmt.Fprintf(b, "    jetstream: {max_streams: %d, max_consumers: %d", js.MaxStreams, js.MaxConsumers)
+		if js.MaxFile > 0 {
+			fmt.Fprintf(b, ", max_file: %d", js.MaxFile)
+		}
+		if js.MaxMemory > 0 {
+			fmt.Fprintf(b, ", max_mem: %d", js.MaxMemory)
+		}
+		b.WriteString("}\n")
+	} else if a.JetStream {
+		b.WriteString("    jetstream: enabled\n")
+	}
+	if l := a.Limits; l.Connections > 0 {
+		fmt.Fprintf(b, "    limits: {max_connections: %d, max_subscriptions: %d, max_payload: %d", l.Connections, l.Subscriptions, l.Payload)
+		if l.NoLeafnodes {
+			b.WriteString(", max_leafnodes: 0")
+		}
+		b.WriteString("}\n")
+	}
 }
 
 // writeInline writes a list of one on its line, and a longer one an entry a line, so a module

@@ -10,6 +10,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -65,12 +68,12 @@ func Permissions(p *compiler.Plan) []byte {
 	streams := slices.Clone(p.Streams)
 	slices.SortStableFunc(streams, func(a, b compiler.Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
 	b.WriteString("\n## Streams\n\n")
-	b.WriteString("| stream | subjects | retention | storage | max age | max msgs per subject | replicas |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| stream | subjects | retention | storage | max age | max msgs per subject | max bytes | max msg size | when full | replicas |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range streams {
 		c := s.Config
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", code(c.Name), codes(c.Subjects),
-			c.Retention, c.Storage, maxAge(c.MaxAge), limit(c.MaxMsgsPerSubject), c.Replicas)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", code(c.Name), codes(c.Subjects),
+			c.Retention, c.Storage, maxAge(c.MaxAge), limit(c.MaxMsgsPerSubject), size(c.MaxBytes), size(int64(c.MaxMsgSize)), whenFull(c.Discard), c.Replicas)
 	}
 
 	consumers := slices.Clone(p.Consumers)
@@ -93,7 +96,55 @@ func Permissions(p *compiler.Plan) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", code(c.Stream), code(compiler.ConsumerName(cc)), delivery,
 			codes(filters), duration(cc.AckWait), limit(int64(cc.MaxDeliver)))
 	}
+	reviewLimits(&b, p)
 	return b.Bytes()
+}
+
+// reviewLimits says what each account may hold (compiler/limits.go): the mesh's account, and a
+// principal's when each has its own — the same for each, so said once rather than per account.
+func reviewLimits(b *bytes.Buffer, p *compiler.Plan) {
+	mesh := p.MeshAccount()
+	if mesh.Limits.Connections == 0 {
+		return
+	}
+	b.WriteString("\n## Limits\n\n")
+	b.WriteString("| account | connections | subscriptions per connection | largest message | streams | consumers per stream | on disk | in memory | leafnodes |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	row := func(name string, a *compiler.Account) {
+		l, js := a.Limits, a.JetStreamLimits
+		stores := "no JetStream | | | "
+		if a.JetStream {
+			stores = fmt.Sprintf("%d | %d | %s | %s | ", js.MaxStreams, js.MaxConsumers, size(js.MaxFile), size(js.MaxMemory))
+		}
+		leafnodes := "unlimited"
+		if l.NoLeafnodes {
+			leafnodes = "none"
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %s | %s%s |\n", name, l.Connections, l.Subscriptions, size(l.Payload), stores, leafnodes)
+	}
+	row(code(mesh.Name), mesh)
+	defer fmt.Fprintf(b, "\nA pull waits at most %s (every pull consumer's max_expires).\n", compiler.MaxPullExpires)
+	if len(p.Accounts) > 1 {
+		a := &p.Accounts[1]
+		row(fmt.Sprintf("each other (%d), per user", len(p.Accounts)-1), &compiler.Account{Limits: compiler.AccountLimits{
+			Connections: a.Limits.Connections / int64(max(len(a.Users), 1)), Subscriptions: a.Limits.Subscriptions, Payload: a.Limits.Payload, NoLeafnodes: a.Limits.NoLeafnodes}})
+	}
+}
+
+// size shows a byte limit, -1 and 0 as the API's "unlimited".
+func size(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return catalogue.Bytes(n)
+}
+
+// whenFull says what a full stream does with a new message.
+func whenFull(d jetstream.DiscardPolicy) string {
+	if d == jetstream.DiscardNew {
+		return "refuses new"
+	}
+	return "drops oldest"
 }
 
 // reviewAccounts writes the accounts of an isolated mesh: each account's users, and one row per

@@ -408,6 +408,47 @@ module: catalog
 nodes:
   - {name: anchor, runs: [catalog]}
 `},
+	compiler.RuleStreamCapacity: {
+		Before: `-- mesh.yaml --
+name: novox
+limits: {max-streams: 3}   # EVENTS, CONTROL, NODES and apply's bucket are four
+-- modules/registry.yaml --
+module: registry
+`,
+		After: `-- mesh.yaml --
+name: novox
+-- modules/registry.yaml --
+module: registry
+`},
+	compiler.RuleConsumerCapacity: {
+		Before: `-- mesh.yaml --
+name: novox
+limits: {max-consumers: 1}   # CONTROL alone has two: reports and enrolments
+-- modules/registry.yaml --
+module: registry
+`,
+		After: `-- mesh.yaml --
+name: novox
+-- modules/registry.yaml --
+module: registry
+`},
+	compiler.RuleLimitTooLow: {
+		Before: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-bytes: 10485760}   # 10,000 events of one subject, up to 64 KiB each, need 625 MiB
+-- modules/registry.yaml --
+module: registry
+emits: [image.pushed]
+`,
+		After: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-bytes: 10485760, max-msgs-per-subject: 100, max-msg-size: 65536}
+-- modules/registry.yaml --
+module: registry
+emits: [image.pushed]
+`},
 	compiler.RuleCredentialMissing: {
 		Before: `-- mesh.yaml --
 name: novox
