@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -298,6 +299,8 @@ func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
 type bus struct {
 	url       string
 	passwords map[string]string
+	srv       *server.Server
+	plan      *compiler.Plan
 }
 
 // startBus loads a catalogue and runs it as `meshc up` does (package up): development passwords
@@ -326,7 +329,7 @@ func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 		t.Fatalf("running the proof's catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
-	b := &bus{url: running.URL, passwords: map[string]string{}}
+	b := &bus{url: running.URL, passwords: map[string]string{}, srv: running.Server, plan: plan}
 	for _, u := range plan.Users {
 		b.passwords[u.Name] = running.Password(u.Name)
 	}
@@ -341,6 +344,8 @@ type client struct {
 
 	mu         sync.Mutex
 	violations []string
+	// others are the connection's other asynchronous errors: a limit's refusal.
+	others []error
 }
 
 // connect connects as user with its own inbox prefix, as every mesh client does (a user may only
@@ -353,10 +358,12 @@ func (b *bus) connect(t *testing.T, user string) *client {
 		nats.CustomInboxPrefix("_INBOX."+user),
 		nats.NoReconnect(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
 			if errors.Is(err, nats.ErrPermissionViolation) {
-				c.mu.Lock()
 				c.violations = append(c.violations, err.Error())
-				c.mu.Unlock()
+			} else {
+				c.others = append(c.others, err)
 			}
 		}))
 	if err != nil {
