@@ -472,4 +472,3 @@ func (b *bus) publishesRawAndIsClosed(t *testing.T, user, subject string, size i
 		t.Fatalf("%s's connection stayed open after the payload violation", user)
 	}
 }
-
