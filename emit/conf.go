@@ -12,6 +12,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -163,19 +164,29 @@ func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
 // `enabled` does, with -1 (no limit) for what it leaves out (server/opts.go).
 func writeLimits(b *bytes.Buffer, a compiler.Account) {
 	if js := a.JetStreamLimits; a.JetStream && js.MaxStreams > 0 {
-		fmt.Fprintf(b, "    jetstream: {max_streams: %d, max_consumers: %d", js.MaxStreams, js.MaxConsumers)
+		b.WriteString("    jetstream: {max_streams: ")
+		b.WriteString(strconv.FormatInt(js.MaxStreams, 10))
+		b.WriteString(", max_consumers: ")
+		b.WriteString(strconv.FormatInt(js.MaxConsumers, 10))
 		if js.MaxFile > 0 {
-			fmt.Fprintf(b, ", max_file: %d", js.MaxFile)
+			b.WriteString(", max_file: ")
+			b.WriteString(strconv.FormatInt(js.MaxFile, 10))
 		}
 		if js.MaxMemory > 0 {
-			fmt.Fprintf(b, ", max_mem: %d", js.MaxMemory)
+			b.WriteString(", max_mem: ")
+			b.WriteString(strconv.FormatInt(js.MaxMemory, 10))
 		}
 		b.WriteString("}\n")
 	} else if a.JetStream {
 		b.WriteString("    jetstream: enabled\n")
 	}
 	if l := a.Limits; l.Connections > 0 {
-		fmt.Fprintf(b, "    limits: {max_connections: %d, max_subscriptions: %d, max_payload: %d", l.Connections, l.Subscriptions, l.Payload)
+		b.WriteString("    limits: {max_connections: ")
+		b.WriteString(strconv.FormatInt(l.Connections, 10))
+		b.WriteString(", max_subscriptions: ")
+		b.WriteString(strconv.FormatInt(l.Subscriptions, 10))
+		b.WriteString(", max_payload: ")
+		b.WriteString(strconv.FormatInt(l.Payload, 10))
 		if l.NoLeafnodes {
 			b.WriteString(", max_leafnodes: 0")
 		}
@@ -204,7 +215,7 @@ func writeInline(b *bytes.Buffer, in string, list []string) {
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
 // as it grows: each user's strings, plus the indentation and keys around them.
 func sizeHint(p *compiler.Plan) int {
-	n := len(header) + 128
+	n := len(header) + 128 + 128*len(p.Accounts)
 	for _, u := range p.Users {
 		n += 256 + len(u.Name) + len(u.Hash)
 		for _, list := range [][]string{u.Publish.Allow, u.Publish.Deny, u.Subscribe.Allow, u.Subscribe.Deny} {
