@@ -25,9 +25,9 @@ type Options struct {
 	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
 	PurgeNonEmpty bool
 	// Concurrency bounds the requests in flight. Default 64: one request at a time is the
-	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (NATS-FACTS §9), and on a
-	// slow disk the server's file store, not meshc, sets the pace, so more in flight keeps it
-	// busy (BENCHMARKS.md).
+	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (docs/nats.md, "Measured
+	// baselines"), and on a slow disk the server's file store, not meshc, sets the pace, so more in
+	// flight keeps it busy (BENCHMARKS.md).
 	Concurrency int
 	// Progress, when set, is told after each object (never concurrently).
 	Progress func(Progress)
@@ -250,7 +250,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 			_, err = a.js.UpdateStream(ctx, *c.StreamConfig)
 		} else {
 			// An identical create answers OK, so a create retried after a timeout that had in
-			// fact been done is safe (NATS-FACTS §8).
+			// fact been done is safe (docs/nats.md, "Retries and what is transient").
 			_, err = a.js.CreateStream(ctx, *c.StreamConfig)
 		}
 		return err
@@ -309,7 +309,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 			ae.ErrorCode == jetstream.JSErrCodeConsumerNameExists {
 			// A subscriber bound since the read: the server will not move the subject under it
 			// and says "consumer name already in use". Kept, said, and the rest still applied
-			// (seed 003).
+			// (docs/history.md, "A control plane crash-looping on a consumer it could not move").
 			want.DeliverSubject = old
 			a.note(change.KeepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
 			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)

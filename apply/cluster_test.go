@@ -14,11 +14,12 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // A meta leader lost in the middle of an apply: the requests that go unanswered during the
-// election are retried (NATS-FACTS §8), and whatever the first run managed, running it again
-// converges.
+// election are retried (docs/nats.md, "Retries and what is transient"), and whatever the first run
+// managed, running it again converges.
 func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 	c := runCluster(t)
 	nc, js := connect(t, c.urls())
@@ -67,8 +68,10 @@ func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 // would let a half-applied bus pass.
 func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		live, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
+	var live *change.State
+	testwait.ForNil(t, "every object to read ("+why+")", 15*time.Second, func() error {
+		var err error
+		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,15 +86,12 @@ func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string
 				}
 			}
 		}
-		if unavailable == 0 {
-			requireEmpty(t, change.Diff(live, plan, change.DiffOptions{Prune: true}), why)
-			return
+		if unavailable > 0 {
+			return fmt.Errorf("%d objects still read as unavailable", unavailable)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s, but %d objects still read as unavailable", why, unavailable)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	requireEmpty(t, change.Diff(live, plan, change.DiffOptions{Prune: true}), why)
 }
 
 // A stream whose only peer is down is reported missing or offline by the server: it is never
@@ -121,7 +121,7 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 	var live *change.State
 	// The meta leader learns that n3 is gone a moment after it goes.
 	reads := 0
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	testwait.ForNil(t, "the stream on the stopped node to read as unavailable", 15*time.Second, func() error {
 		var err error
 		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second, RetryFor: 20 * time.Second})
 		reads++
@@ -130,13 +130,10 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 		}
 		// The R3 stream may read as missing too while it elects a leader in n3's place.
 		if s := live.Stream("LONELY"); s != nil && s.Unavailable != "" && live.Stream("SAFE").Unavailable == "" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream on the stopped node never read as unavailable: %+v", live.Stream("LONELY"))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("LONELY reads %+v, SAFE %+v", live.Stream("LONELY"), live.Stream("SAFE"))
+	})
 	t.Logf("stream on a stopped node reported %q after %s (%d reads), %d requests in the last", live.Stream("LONELY").Unavailable, time.Since(start), reads, live.Requests)
 
 	for _, prune := range []bool{false, true} {

@@ -1,6 +1,8 @@
-// Package apply reconciles a live NATS server or cluster with the compiler's plan: it reads what
-// the bus holds, works out what differs (a pure function, rendered for review), and asserts the
-// plan without losing data quietly (SPEC §5). It imports compiler only.
+// Package apply is the live bus: it connects as the NATS CLI does, reads what the bus holds into
+// the change model's State, asserts a change set without losing data quietly (README.md, "Plans
+// and a live bus: `meshc plan`, `meshc apply`, `meshc up`"), keeps one apply at a time by a lock
+// on the bus, and delivers an accounts file to the server that must load it. What differs, and
+// whether a change can lose data, is decided in package change, purely.
 package apply
 
 import (
@@ -31,8 +33,8 @@ type ReadOptions struct {
 	// leaders before it answers with what is missing, so less than that reads a slow cluster
 	// as an unreachable one. Default 10 s.
 	RequestTimeout time.Duration
-	// RetryFor bounds the retries of one page on the transient failures of NATS-FACTS §8.
-	// Default 60 s.
+	// RetryFor bounds the retries of one page on the transient failures (docs/nats.md, "Retries and
+	// what is transient"). Default 60 s.
 	RetryFor time.Duration
 	// APIPrefix is where the JetStream API answers; empty is DefaultAPIPrefix ($JS.API), and a
 	// JetStream domain makes it $JS.<domain>.API.
@@ -53,8 +55,9 @@ func (o ReadOptions) withDefaults() ReadOptions {
 }
 
 // The API subjects of the two paged lists. Raw requests rather than nats.go's ListStreams: the
-// library drops the server's missing/offline fields (NATS-FACTS §7), and an object the server
-// says it has but could not read must not look like an object that does not exist.
+// library drops the server's missing/offline fields (docs/nats.md, "Which client library"), and an
+// object the server says it has but could not read must not look like an object that does not
+// exist.
 const (
 	apiStreamList   = ".STREAM.LIST"
 	apiConsumerList = ".CONSUMER.LIST."
@@ -84,8 +87,8 @@ type consumerListResponse struct {
 }
 
 // Read reads every stream and consumer the account holds: the stream list, paged, then each
-// stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of
-// INFO calls took 32 s for 1,000 objects; NATS-FACTS §9).
+// stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of INFO
+// calls took 32 s for 1,000 objects: docs/nats.md, "Measured baselines").
 func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, error) {
 	opts = opts.withDefaults()
 	st := &change.State{}
@@ -210,7 +213,8 @@ func noteUnavailable(into map[string]string, p paged) {
 	}
 }
 
-// request makes one paged list request, retried on the transient failures of NATS-FACTS §8.
+// request makes one paged list request, retried on the transient failures (docs/nats.md, "Retries
+// and what is transient").
 func (r *reading) request(ctx context.Context, subject string, offset int, into interface{ apiError() *jetstream.APIError }) error {
 	body, err := json.Marshal(pagedRequest{Offset: offset})
 	if err != nil {
@@ -219,7 +223,8 @@ func (r *reading) request(ctx context.Context, subject string, offset int, into 
 	return r.requestRaw(ctx, subject, body, into)
 }
 
-// requestRaw makes one API request, retried on the transient failures of NATS-FACTS §8.
+// requestRaw makes one API request, retried on the transient failures (docs/nats.md, "Retries and
+// what is transient").
 func (r *reading) requestRaw(ctx context.Context, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
 	return retry(ctx, r.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)

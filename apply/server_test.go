@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshc-dev/meshc/internal/natsserver"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // runServer starts a real JetStream server in the test process: loopback, a random port, a
@@ -51,7 +52,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// cluster is a 3-node in-process JetStream cluster (NATS-FACTS §2).
+// cluster is a 3-node in-process JetStream cluster (docs/nats.md, "Testing against a real server").
 type cluster struct {
 	t       *testing.T
 	opts    []*server.Options
@@ -119,8 +120,7 @@ func (c *cluster) stop(i int) {
 // election get no reply at all.
 func (c *cluster) waitReady() {
 	c.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(c.t, "the cluster to elect a meta leader with every running node current", 15*time.Second, func() bool {
 		leader, current := false, true
 		for _, s := range c.servers {
 			if s == nil {
@@ -129,12 +129,8 @@ func (c *cluster) waitReady() {
 			leader = leader || s.JetStreamIsLeader()
 			current = current && s.JetStreamIsCurrent()
 		}
-		if leader && current {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	c.t.Fatal("cluster never elected a meta leader")
+		return leader && current
+	})
 }
 
 func (c *cluster) urls() string {

@@ -25,8 +25,8 @@ const (
 	reapplyModules   = 7_300
 )
 
-// floorInFlight is the floor's concurrency: the top of the 16–64 range NATS-FACTS §9 measured,
-// the strictest floor to stand beside.
+// floorInFlight is the floor's concurrency: the top of the 16–64 range measured (docs/nats.md,
+// "Measured baselines"), the strictest floor to stand beside.
 const floorInFlight = 64
 
 // BenchmarkApplyFromEmpty asserts a plan on an empty bus, beside its floor: the same streams and

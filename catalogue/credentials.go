@@ -27,11 +27,11 @@ import (
 
 // MintCost is the bcrypt cost of every password meshc mints. Deliberately low: the server pays
 // it on every connection, and again for every connected client on every reload of the accounts
-// file, even an identical one (NATS-FACTS §3: 51 clients at cost 10 took 2.97 s, with new
-// connections blocked meanwhile). At cost 11 a storm of 32 clients connecting at once had
-// connects fail (§9). A minted password is 256 random bits, far beyond brute force at any cost,
-// so a higher cost buys nothing and costs the bus its availability. Cost 6 measured ~4 ms per
-// connect, ~470 connects/s, no failures.
+// file, even an identical one (docs/nats.md, "Reload and its cost": 51 clients at cost 10 took
+// 2.97 s, with new connections blocked meanwhile). At cost 11 a storm of 32 clients connecting at
+// once had connects fail (docs/nats.md, "Measured baselines"). A minted password is 256 random
+// bits, far beyond brute force at any cost, so a higher cost buys nothing and costs the bus its
+// availability. Cost 6 measured ~4 ms per connect, ~470 connects/s, no failures.
 const MintCost = 6
 
 // MintPassword returns a new random password and its bcrypt hash at MintCost. The password is

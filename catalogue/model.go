@@ -29,8 +29,8 @@ type Catalogue struct {
 	Modules []*Module
 	// Inventory is inventory.yaml; nil when the catalogue has none.
 	Inventory *Inventory
-	// Credentials is credentials.yaml; nil when the catalogue has none (and then nobody is told
-	// a hash is missing: SPEC §3, credential-missing).
+	// Credentials is credentials.yaml; nil when the catalogue has none (and then no user is told
+	// its hash is missing: one finding says the file is: docs/rules.md, "credential-missing").
 	Credentials *Credentials
 	// Ignores are the `# meshc:ignore RULE reason` comments of every file, in path order.
 	Ignores []Ignore

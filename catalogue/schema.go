@@ -7,9 +7,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The field tables below are the catalogue format of SPEC §1: a key not in a table is an
-// unknown key, with the nearest one as a hint. Each row is a key, its shape and what it means;
-// the loader decodes with them, and `meshc schema` and docs/catalogue.md are written from them.
+// The field tables below are the catalogue format (docs/catalogue.md): a key not in a table is an
+// unknown key, with the nearest one as a hint. Each row is a key, its shape and what it means; the
+// loader decodes with them, and `meshc schema` and docs/catalogue.md are written from them.
 
 func (d *decoder) module(doc *yaml.Node, m *Module) { d.mapping(doc, moduleTable(m)) }
 

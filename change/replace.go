@@ -5,8 +5,9 @@ import "github.com/nats-io/nats.go/jetstream"
 // The replace rules: every setting the server will not change in place, so that changing it
 // means deleting the object and making it again — and what that can lose. A reviewer answers
 // "can this change lose data?" here, top to bottom; compareStreams and compareConsumers only
-// look rules up. Sources: NATS-FACTS §5 and §6, and nats-server's own update checks
-// (server/stream.go checkStreamCfg/updateWithAdvisory, server/consumer.go checkConsumerCfg).
+// look rules up. Sources: docs/nats.md, "Streams" and "Consumers and which updates the server
+// refuses", and nats-server's own update checks (server/stream.go
+// checkStreamCfg/updateWithAdvisory, server/consumer.go checkConsumerCfg).
 //
 // What a replace loses, and what stops it losing it quietly:
 //

@@ -41,7 +41,7 @@ type Consumer struct {
 	Name   string
 	Config jetstream.ConsumerConfig
 	// PushBound says a subscriber is bound to the delivery subject: the server will not move
-	// it then (seed 003).
+	// it then (docs/history.md, "A control plane crash-looping on a consumer it could not move").
 	PushBound bool
 	// AckFloor is the last stream sequence the consumer acknowledged in order: where a
 	// replacement resumes.

@@ -10,7 +10,8 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
-// The rules only the compiled plan can check (SPEC §3).
+// The rules only the compiled plan can check (docs/rules.md: stream-overlap, user-duplicate,
+// credential-missing).
 var (
 	RuleStreamOverlap = &catalogue.Rule{ID: "stream-overlap", Severity: catalogue.Error, Firm: true,
 		Summary: "two streams whose subjects overlap",
@@ -107,7 +108,8 @@ func (c *compilation) addUser(u User) {
 
 // permission makes an allow list into a permission that means exactly it: sorted, without
 // duplicates or subjects a wider one covers, and deny [">"] when it is empty — because to the
-// server an empty allow list means everything (NATS-FACTS §10).
+// server an empty allow list means everything (docs/nats.md, "An empty allow list means
+// everything").
 func permission(allow []string) Permission {
 	allow = Minimise(allow)
 	if len(allow) == 0 {
@@ -119,7 +121,8 @@ func permission(allow []string) Permission {
 // consumerGrants are what pulling from and acknowledging one consumer takes: the pull request,
 // the info request nats.go's jetstream client makes before it consumes (without it the client
 // times out instead of reporting a permission error), and both forms of ack subject — the newer
-// `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (NATS-FACTS §6).
+// `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (docs/nats.md,
+// "Ack subjects").
 func consumerGrants(stream, consumer string) []string {
 	return append([]string{PullNext(stream, consumer), ConsumerInfo(stream, consumer)}, ackGrants(stream, consumer)...)
 }
@@ -139,8 +142,9 @@ func (c *compilation) controller() {
 		"mesh.node.*.declare",
 		// It answers an enrolment at the address the request carries in its payload: a request
 		// a stream captures gets the stream's PubAck as its reply, so the transport's reply
-		// subject cannot carry the answer (NATS-FACTS §10). Nothing but an enrolling machine
-		// subscribes under this prefix, each to its own.
+		// subject cannot carry the answer (docs/nats.md, "A stream answers the requests it
+		// captures"). Nothing but an enrolling machine subscribes under this prefix, each to its
+		// own.
 		EnrolmentAnswers("*"),
 		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
 		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).

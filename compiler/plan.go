@@ -15,8 +15,8 @@ import (
 type Plan struct {
 	// Account is the NATS account the users live in (mesh.yaml's name).
 	Account string
-	// Users in SPEC order: the controller, then each machine followed by its modules, then
-	// enrolment users, then people.
+	// Users in order: the controller, then each machine followed by its modules, then enrolment
+	// users, then people.
 	Users []User
 	// Streams sorted by name.
 	Streams []Stream
@@ -48,8 +48,8 @@ func (p *Plan) User(name string) *User {
 
 // OwnerKey is the metadata key that marks a stream or consumer as this mesh's: its value is the
 // mesh's name. An account holds more than the mesh — KV and object-store buckets are streams too,
-// and other applications and tools add their own streams and consumers (NATS-FACTS §11) — so
-// apply changes and prunes only what carries the mark, and never deletes anything else.
+// and other applications and tools add their own streams and consumers (docs/nats.md, "Streams") —
+// so apply changes and prunes only what carries the mark, and never deletes anything else.
 const OwnerKey = "meshc.mesh"
 
 // Mark gives every stream and consumer of the plan the mesh's ownership mark, keeping any other
@@ -104,7 +104,8 @@ type User struct {
 	// Source is the declaration the user comes from, for findings about it.
 	Source catalogue.Pos
 	// Publish and Subscribe are never empty: a user with nothing to publish gets Deny [">"],
-	// because to the server an empty allow list means everything (NATS-FACTS §10).
+	// because to the server an empty allow list means everything (docs/nats.md, "An empty allow
+	// list means everything").
 	Publish   Permission
 	Subscribe Permission
 	// AllowResponses is one reply to a request actually received; only tool servers get it.

@@ -16,7 +16,7 @@ import (
 //
 // The checks run from the most specific to the most general, and every finding marks the value
 // it is about: a later check skips a marked value, so one bad value gets one finding, from the
-// rule that says most precisely what to do (SPEC §3, "How the rules meet").
+// rule that says most precisely what to do (README.md, "The rules").
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 	findings, _ := Check(c, loaded)
 	return findings

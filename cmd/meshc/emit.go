@@ -123,7 +123,7 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one
-// thing that is not a finding (SPEC §3).
+// thing that is not a finding (README.md, "Exit status").
 func loadCatalogue(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, catalogue.Findings, bool) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {

@@ -13,12 +13,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload
-// creates has dead service imports until the server reloads again (NATS-FACTS §12), so up reloads
-// twice when the accounts file gains accounts. Proven by what a module does right after: publish
-// an event and get its PubAck (through a service import of a new account), and call a tool.
+// creates has dead service imports until the server reloads again (docs/nats.md, "Reload and scale
+// with many accounts"), so up reloads twice when the accounts file gains accounts. Proven by what a
+// module does right after: publish an event and get its PubAck (through a service import of a new
+// account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	r := startUp(t, dir)
@@ -27,8 +29,8 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
-	waitFor(t, "the apply after it", func() bool { return strings.Contains(stderr.String(), "applied: ") })
+	testwait.For(t, "the reload", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	testwait.For(t, "the apply after it", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "applied: ") })
 
 	connect := func(user string) *nats.Conn {
 		nc, err := nats.Connect(url, nats.UserInfo(user, devPassword(t, state, user)), nats.CustomInboxPrefix("_INBOX."+user))

@@ -16,6 +16,7 @@ import (
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // meshc runs the command in this process and returns its exit code, stdout and stderr.
@@ -86,16 +87,10 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	}
 
 	var nc *nats.Conn
-	deadline := time.Now().Add(10 * time.Second)
-	for nc == nil {
-		if nc, err = nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", dave),
-			nats.CustomInboxPrefix("_INBOX.person.dave")); err != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("the new user could not connect after the reload: %v", err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	testwait.ForNil(t, "the new user to connect after the reload", 10*time.Second, func() error {
+		nc, err = nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", dave), nats.CustomInboxPrefix("_INBOX.person.dave"))
+		return err
+	})
 	defer nc.Close()
 	reply, err := nc.Request("mesh.mod.catalog.tool.lookup", []byte("?"), 2*time.Second)
 	if err != nil || string(reply.Data) != "found" {
