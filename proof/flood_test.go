@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // TestAFloodIsCutOffByALimit floods, as each kind of principal — an enrolling machine, a machine,
@@ -338,51 +340,45 @@ func describeAll(ms []*nats.Msg) string {
 	return fmt.Sprint(count)
 }
 
-// waitsForNoWaitingPulls polls a consumer until no pull waits on it.
+// waitsForNoWaitingPulls waits until no pull waits on a consumer.
 func (c *client) waitsForNoWaitingPulls(t *testing.T, stream, consumer string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		info := c.consumerInfo(t, stream, consumer)
-		if info.NumWaiting == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d pulls still wait on %s/%s after 10 s", info.NumWaiting, stream, consumer)
-		}
-	}
+	testwait.For(t, fmt.Sprintf("no pull to wait on %s/%s", stream, consumer), 10*time.Second, func() bool {
+		return c.consumerInfo(t, stream, consumer).NumWaiting == 0
+	})
 }
 
 // drains reads everything a consumer holds, as its owner, in batches, and acknowledges it.
 func (c *client) drains(t *testing.T, stream, consumer string) {
 	t.Helper()
-	ctx := context5s(t)
+	ctx := t.Context() // each request has the client's own timeout
 	cons, err := c.js.Consumer(ctx, stream, consumer)
 	if err != nil {
 		t.Fatalf("%s binding %s/%s: %v", c.user, stream, consumer, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+	testwait.ForNil(t, fmt.Sprintf("%s to read %s/%s to its end", c.user, stream, consumer), 30*time.Second, func() error {
 		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(time.Second))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for m := range batch.Messages() {
 			if err := m.Ack(); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
 		if err := c.nc.Flush(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		info, err := cons.Info(ctx)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			c.sawNoViolation(t)
-			return
+		if info.NumPending > 0 || info.NumAckPending > 0 {
+			return fmt.Errorf("%d pending, %d awaiting an ack", info.NumPending, info.NumAckPending)
 		}
-	}
-	t.Fatalf("%s could not read %s/%s to its end in 30 s", c.user, stream, consumer)
+		return nil
+	})
+	c.sawNoViolation(t)
 }
 
 // meets waits for the server's asynchronous refusal err on this connection.
@@ -391,18 +387,11 @@ func (c *client) meets(t *testing.T, want error) {
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testwait.For(t, fmt.Sprintf("the server to refuse %s with %q (violations: %v)", c.user, want, c.seen()), 3*time.Second, func() bool {
 		c.mu.Lock()
-		met := false
-		for _, err := range c.others {
-			met = met || errors.Is(err, want)
-		}
-		c.mu.Unlock()
-		if met {
-			return
-		}
-	}
-	t.Fatalf("%s: the server did not refuse with %q (errors seen: %v, violations: %v)", c.user, want, c.others, c.seen())
+		defer c.mu.Unlock()
+		return slices.ContainsFunc(c.others, func(err error) bool { return errors.Is(err, want) })
+	})
 }
 
 // dial connects as user the way a client does, for a test that counts connections.
@@ -420,11 +409,9 @@ func (b *bus) connectsUntilRefused(t *testing.T, user string, others, tries int)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); account.NumLocalConnections() > others; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("account %s still has %d connections", account.Name, account.NumLocalConnections())
-		}
-	}
+	testwait.For(t, fmt.Sprintf("account %s to hold no connection but the %d expected", account.Name, others), 5*time.Second, func() bool {
+		return account.NumLocalConnections() <= others
+	})
 	for held := 0; held < tries; held++ {
 		nc, err := b.dial(user)
 		if errors.Is(err, nats.ErrMaxAccountConnectionsExceeded) {
