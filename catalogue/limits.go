@@ -22,10 +22,11 @@ type StreamDefaults struct {
 }
 
 var (
-	// EventsDefaults: a gigabyte of history, events the size of a notification, and ten thousand
-	// of each event: one event's cap (625 MiB at the largest size) fits in the stream beside the
-	// others'.
-	EventsDefaults = StreamDefaults{MaxBytes: 1 << 30, MaxMsgSize: 64 << 10, MaxMsgsPerSubject: 10_000}
+	// EventsDefaults: a gigabyte of history, events the size of a notification (a reference to
+	// what changed, not the thing itself), and ten thousand of each event: one event at its cap
+	// holds at most 156 MiB, a seventh of the stream, so a module flooding one event, or the
+	// largest module's six, cannot fill it alone.
+	EventsDefaults = StreamDefaults{MaxBytes: 1 << 30, MaxMsgSize: 16 << 10, MaxMsgsPerSubject: 10_000}
 	// ControlDefaults: a machine's report or enrolment request is a small document, and only the
 	// newest few of each machine's matter while the controller is away.
 	ControlDefaults = StreamDefaults{MaxBytes: 64 << 20, MaxMsgSize: 64 << 10, MaxMsgsPerSubject: 16}

@@ -436,7 +436,7 @@ module: registry
 		Before: `-- mesh.yaml --
 name: novox
 streams:
-  events: {max-bytes: 10485760}   # 10,000 events of one subject, up to 64 KiB each, need 625 MiB
+  events: {max-bytes: 10485760}   # 10,000 events of one subject, up to 16 KiB each, need 156 MiB
 -- modules/registry.yaml --
 module: registry
 emits: [image.pushed]
@@ -444,7 +444,7 @@ emits: [image.pushed]
 		After: `-- mesh.yaml --
 name: novox
 streams:
-  events: {max-bytes: 10485760, max-msgs-per-subject: 100, max-msg-size: 65536}
+  events: {max-bytes: 10485760, max-msgs-per-subject: 100, max-msg-size: 16384}
 -- modules/registry.yaml --
 module: registry
 emits: [image.pushed]
