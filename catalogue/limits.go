@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The limits a mesh.yaml that says nothing gets (docs/catalogue.md, "Limits"). They are the
+// The limits a mesh.yaml that says nothing gets (docs/catalogue.md, "Limits and their defaults"). They are the
 // catalogue format's meaning of a left-out knob, so the field tables describe them and the
 // compiler derives from them; each is sized so that no bus user can fill what another needs.
 

@@ -74,7 +74,7 @@ type Mesh struct {
 }
 
 // Limits are mesh.yaml's limits: what each bus user's connections and the mesh's account may
-// hold. Zero means the derived default (docs/catalogue.md, "Limits").
+// hold. Zero means the derived default (docs/catalogue.md, "Limits and their defaults").
 type Limits struct {
 	Pos Pos
 	// ConnectionsPerUser is how many connections each bus user may hold at once.
@@ -146,7 +146,7 @@ type Streams struct {
 }
 
 // StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the mesh's
-// default for that stream (docs/catalogue.md, "Limits"), or for Replicas 1 and for MaxAge none.
+// default for that stream (docs/catalogue.md, "Limits and their defaults"), or for Replicas 1 and for MaxAge none.
 type StreamSettings struct {
 	Pos               Pos
 	Replicas          int

@@ -329,9 +329,9 @@ func (c *compilation) credentials() {
 }
 
 // streams derives the mesh's streams and one work queue per seat that accepts work — held or
-// not, because work waits in the queue until a holder appears. Each is bounded (docs/catalogue.md,
-// "Limits"): its bytes, its largest message and, where one subject is one principal's, its
-// messages per subject, so no principal can store without bound or push out what another needs.
+// not, because work waits in the queue until a holder appears. Each is bounded
+// (docs/catalogue.md, "Limits and their defaults"): its bytes, its largest message and, where one
+// subject is one principal's, its messages per subject, so no principal stores without bound.
 func (c *compilation) streams() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams

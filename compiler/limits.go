@@ -8,12 +8,12 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
-// What bounds a principal (docs/catalogue.md, "Limits"; docs/nats.md, "Limits and floods"):
-// each stream's own limits bound what anyone stores in it (compile.go, streams); each account's
-// limits bound what its users hold on the server — connections together, subscriptions and
-// payload per connection — and the mesh's account's JetStream limits bound its streams and
-// consumers. The server's configuration file has no limits per user (server/opts.go, parseUsers):
-// per connection and per account is what it offers, so an account per principal is what makes a
+// What bounds a principal (docs/catalogue.md, "Limits and their defaults"; docs/nats.md,
+// "Limits and floods"): each stream's own limits bound what anyone stores in it (compile.go,
+// streams); each account's limits bound what its users hold on the server — connections
+// together, subscriptions and payload per connection — and the mesh's account's JetStream limits
+// bound its streams and consumers. The server's configuration file has no limits per user: per
+// connection and per account is what it offers, so an account per principal is what makes a
 // limit one principal's.
 
 // The capacity rules: a limit the catalogue's own objects do not fit in.
