@@ -121,22 +121,22 @@ func (c *compilation) jetStreamLimits(l catalogue.Limits) JetStreamLimits {
 	streams := int64(len(p.Streams) + 1)
 	js := JetStreamLimits{MaxStreams: orDefault(l.MaxStreams, streams+catalogue.DefaultRoomForOtherStreams), MaxFile: orDefault(l.MaxFile, -1), MaxMemory: orDefault(l.MaxMemory, -1)}
 	if js.MaxStreams < streams {
-		c.findings = append(c.findings, RuleStreamCapacity.At(at, "limits.max-streams is %d, but the mesh's account needs %d streams (%d of the plan's and apply's bucket): apply would be refused at the %dth; raise it to at least %d, or leave it out",
-			js.MaxStreams, streams, len(p.Streams), js.MaxStreams+1, streams))
+		c.findings = append(c.findings, RuleStreamCapacity.At(at, "limits.max-streams is %d, but the mesh's account needs %d streams (%d of the plan's and apply's bucket): apply would be refused every stream past the limit; raise it to at least %d, or leave it out",
+			js.MaxStreams, streams, len(p.Streams), streams))
 	}
 
 	// The account's max-consumers replaces the server's default of 1,000 per stream, so the
 	// default is the most any stream asks for.
-	count := map[string]int64{}
-	for _, k := range p.Consumers {
-		count[k.Stream]++
-	}
 	js.MaxConsumers = ServerDefaultMaxConsumers
 	for _, s := range p.Streams {
 		js.MaxConsumers = max(js.MaxConsumers, int64(s.Config.MaxConsumers))
 	}
 	if l.MaxConsumers > 0 {
 		js.MaxConsumers = l.MaxConsumers
+		count := map[string]int64{}
+		for _, k := range p.Consumers {
+			count[k.Stream]++
+		}
 		for _, s := range p.Streams {
 			if n := max(count[s.Config.Name], int64(s.Config.MaxConsumers)); n > js.MaxConsumers {
 				c.findings = append(c.findings, RuleConsumerCapacity.At(at, "stream %s has %d consumers, but limits.max-consumers lets each stream of the mesh's account hold %d: apply would be refused past it; raise limits.max-consumers to at least %d, or leave it out",
