@@ -57,11 +57,13 @@ func BenchmarkIsolatedReload(b *testing.B) {
 				defer func() { s.Shutdown(); s.WaitForShutdown() }()
 				load := time.Since(start)
 				b.ResetTimer()
+				cpu := cpuTime()
 				for range b.N {
 					if err := s.Reload(); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "reload-cpu-s/op")
 				b.ReportMetric(load.Seconds(), "load-s")
 				b.ReportMetric(float64(max(1, len(plan.Accounts))), "accounts")
 			})

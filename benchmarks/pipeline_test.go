@@ -27,17 +27,21 @@ func BenchmarkPipeline(b *testing.B) {
 		dir := writeCatalogue(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for b.Loop() {
 				if err := decodeYAML(dir); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=meshc", n), func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for b.Loop() {
 				pipeline(b, dir)
 			}
+			b.ReportMetric((cpuTime()-cpu).Seconds()/float64(b.N), "cpu-s/op")
 		})
 	}
 }
