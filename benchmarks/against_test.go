@@ -27,6 +27,7 @@ func BenchmarkAgainst(b *testing.B) {
 		base, head := pullRequest(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				for _, dir := range []string{base, head} {
 					c, loaded, err := catalogue.Load(dir)
@@ -38,18 +39,23 @@ func BenchmarkAgainst(b *testing.B) {
 					}
 				}
 			}
+			report()
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=plan", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				planAgainst(b, head, base)
 			}
+			report()
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=lint", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				lintAgainst(b, head, base)
 			}
+			report()
 		})
 	}
 }
@@ -61,10 +67,11 @@ func planAgainst(b *testing.B, dir, base string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if fs, plan := lint.Check(c, loaded); fs.HasErrors() || plan == nil {
+	fs, plan := lint.Check(c, loaded)
+	if fs.HasErrors() || plan == nil {
 		b.Fatalf("the head has errors: %v", fs)
 	}
-	cmp, err := review.Load(dir, base)
+	cmp, err := review.Load(dir, base, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,8 +93,9 @@ func lintAgainst(b *testing.B, dir, base string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	findings := lint.Run(c, loaded).Under(dir)
-	cmp, err := review.Load(dir, base)
+	found, plan := lint.Check(c, loaded)
+	findings := found.Under(dir)
+	cmp, err := review.Load(dir, base, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 	if err != nil {
 		b.Fatal(err)
 	}

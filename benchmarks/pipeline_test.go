@@ -30,23 +30,29 @@ func BenchmarkPipeline(b *testing.B) {
 		dir := writeCatalogue(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				if err := decodeYAML(dir); err != nil {
 					b.Fatal(err)
 				}
 			}
+			report()
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=lint", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				lintPath(b, dir)
 			}
+			report()
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=emit", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := cpuTime(b)
 			for b.Loop() {
 				emitPath(b, dir)
 			}
+			report()
 		})
 	}
 }

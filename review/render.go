@@ -27,11 +27,18 @@ type Review struct {
 // Review compares the head with the base as a bus running the base would see it. With prune,
 // the base's objects the head no longer has are shown as deletes.
 func (c *Comparison) Review(prune bool) Review {
+	// The breaking rules read the same diff and user comparison the review shows: computed once.
+	compared := &lint.Compared{
+		Changes: change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
+		Users:   compiler.CompareUsers(c.Base.Plan, c.Head.Plan),
+	}
+	breaks := c.breaks(compared)
 	return Review{
-		Changes:  change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
-		Users:    c.Users(),
+		Changes: compared.Changes,
+		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
+		Users:    c.shownUsers(compared.Users),
 		Accounts: compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
-		Breaks:   c.Breaks(),
+		Breaks:   breaks,
 	}
 }
 

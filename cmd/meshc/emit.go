@@ -103,9 +103,15 @@ func runEmit(inv *invocation, args []string) int {
 // compileCatalogue loads and lints a catalogue and compiles it. A catalogue with lint errors is
 // not compiled: its findings go to stderr and the plan is nil, with the exit code to return.
 func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
+	_, plan, exit := compileLoaded(cmd, dir, stderr)
+	return plan, exit
+}
+
+// compileLoaded is compileCatalogue that also returns the catalogue it loaded.
+func compileLoaded(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, *compiler.Plan, int) {
 	c, loaded, ok := loadCatalogue(cmd, dir, stderr)
 	if !ok {
-		return nil, exitCantRun
+		return nil, nil, exitCantRun
 	}
 	findings, plan := lint.Check(c, loaded)
 	if findings.HasErrors() {
@@ -117,9 +123,9 @@ func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
 		}
 		lint.Write(stderr, output.Text, errs.Under(dir))
 		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
-		return nil, exitFailed
+		return nil, nil, exitFailed
 	}
-	return plan, exitOK
+	return c, plan, exitOK
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one
