@@ -39,7 +39,7 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
+	c := &compilation{ix: ix,
 		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys()}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
@@ -53,6 +53,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 		}
 	}
 	c.plan.Users = make([]User, 0, users)
+	c.users = make(map[string]catalogue.Pos, users)
 	c.plan.Consumers = make([]Consumer, 0, consumers)
 	c.controller()
 	c.machines()

@@ -86,12 +86,12 @@ func (u *User) grants(a Action) []Grant {
 }
 
 // sortedGrants orders grants by subject, then source, for output that reads the same every run.
+// It sorts gs in place: each user's grants are its own, gathered for it alone.
 func sortedGrants(gs []Grant) []Grant {
-	out := slices.Clone(gs)
-	slices.SortStableFunc(out, func(a, b Grant) int {
+	slices.SortStableFunc(gs, func(a, b Grant) int {
 		return cmp.Or(strings.Compare(a.Subject, b.Subject), a.Source.Compare(b.Source))
 	})
-	return out
+	return gs
 }
 
 // Nearest is, for a subject the user may not use, the grant that comes closest — the one

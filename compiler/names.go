@@ -209,7 +209,11 @@ const EveryTool = "*"
 // Emitted returns every subject a catalogue's declarations publish events on: each module's own
 // events and each declared seat's, mapped to a short description of who emits it.
 func Emitted(ix *catalogue.Index) map[string]string {
-	out := map[string]string{}
+	n := 0
+	for _, m := range ix.Catalogue.Modules {
+		n += len(m.Emits)
+	}
+	out := make(map[string]string, n)
 	for _, m := range ix.Catalogue.Modules {
 		if ix.Modules[m.Name.Value] != m {
 			continue

@@ -36,7 +36,9 @@ type subjectSet struct {
 }
 
 func newSubjectSet(subjects []string) *subjectSet {
-	s := &subjectSet{exact: map[string]bool{}, prefixes: map[string]bool{}, starred: map[string]bool{}}
+	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
+	// thousands, and growing the maps step by step rehashed them over and over.
+	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: make(map[string]bool, len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
 		for i := range len(sub) {
