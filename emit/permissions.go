@@ -38,20 +38,29 @@ func Permissions(p *compiler.Plan) []byte {
 			b.WriteString(subject)
 			b.WriteString(" |\n")
 		}
+		// A subject's row writes its code span straight into the file: a string per row was
+		// most of what the review allocated.
+		subjectRow := func(may, subject string) {
+			b.WriteString(prefix)
+			b.WriteString(may)
+			b.WriteString(" | ")
+			writeCode(&b, subject)
+			b.WriteString(" |\n")
+		}
 		if u.Credential() == "" {
 			row("**no recorded hash**", "not in accounts.conf until `meshc mint "+cell(u.Name)+"`")
 		}
 		for _, s := range u.Publish.Allow {
-			row("publish", code(s))
+			subjectRow("publish", s)
 		}
 		for _, s := range u.Publish.Deny {
-			row("never publish", code(s))
+			subjectRow("never publish", s)
 		}
 		for _, s := range u.Subscribe.Allow {
-			row("subscribe", code(s))
+			subjectRow("subscribe", s)
 		}
 		for _, s := range u.Subscribe.Deny {
-			row("never subscribe", code(s))
+			subjectRow("never subscribe", s)
 		}
 		if u.AllowResponses {
 			row("reply", "once, to a request it received (`allow_responses`)")
@@ -62,8 +71,17 @@ func Permissions(p *compiler.Plan) []byte {
 		reviewAccounts(&b, p)
 	}
 
-	streams := slices.Clone(p.Streams)
-	slices.SortStableFunc(streams, func(a, b compiler.Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
+	// A checked plan is in this order already (compiler.Plan.Check): copying and sorting tens of
+	// thousands of consumers again is only for a plan made some other way.
+	streams, consumers := p.Streams, p.Consumers
+	if !p.Checked() {
+		streams = slices.Clone(p.Streams)
+		slices.SortStableFunc(streams, func(a, b compiler.Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
+		consumers = slices.Clone(p.Consumers)
+		slices.SortStableFunc(consumers, func(a, b compiler.Consumer) int {
+			return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
+		})
+	}
 	b.WriteString("\n## Streams\n\n")
 	b.WriteString("| stream | subjects | retention | storage | max age | max msgs per subject | replicas |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
@@ -73,10 +91,6 @@ func Permissions(p *compiler.Plan) []byte {
 			c.Retention, c.Storage, maxAge(c.MaxAge), limit(c.MaxMsgsPerSubject), c.Replicas)
 	}
 
-	consumers := slices.Clone(p.Consumers)
-	slices.SortStableFunc(consumers, func(a, b compiler.Consumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
-	})
 	b.WriteString("\n## Consumers\n\n")
 	b.WriteString("| stream | consumer | delivery | filters | ack wait | max deliver |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
@@ -162,6 +176,17 @@ func code(s string) string {
 		s = strings.ReplaceAll(s, "`", `\x60`)
 	}
 	return "`" + strings.ReplaceAll(s, "|", `\|`) + "`"
+}
+
+// writeCode writes code(s) into b.
+func writeCode(b *bytes.Buffer, s string) {
+	if s != "" && plainASCII(s) {
+		b.WriteByte('`')
+		b.WriteString(s)
+		b.WriteByte('`')
+		return
+	}
+	b.WriteString(code(s))
 }
 
 // cell is plain text made safe for one table cell.
