@@ -76,8 +76,9 @@ type filterSet struct {
 	starred []string
 }
 
-func newFilterSet() *filterSet {
-	return &filterSet{exact: map[string]bool{}, wide: map[string]bool{}}
+// newFilterSet makes a set for about n filters.
+func newFilterSet(n int) *filterSet {
+	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -112,7 +113,13 @@ func (l *linter) checkAgreement() {
 	ix := l.ix
 	emitted := compiler.Emitted(ix)
 	published := newSubjectSet(sortedKeys(emitted))
-	heard := newFilterSet()
+	// Sized once, as the sets above: on a large catalogue these maps hold hundreds of thousands.
+	consumes, tools := 0, 0
+	for _, m := range ix.Catalogue.Modules {
+		consumes += len(m.Consumes)
+		tools += len(m.Tools)
+	}
+	heard := newFilterSet(consumes)
 
 	for _, m := range ix.Catalogue.Modules {
 		if !l.canonical(m) {
@@ -126,7 +133,7 @@ func (l *linter) checkAgreement() {
 		l.checkConsume(f, "the controller follows", published, heard)
 	}
 
-	served := map[string]bool{}
+	served := make(map[string]bool, tools)
 	for _, m := range ix.Catalogue.Modules {
 		if l.canonical(m) {
 			for _, t := range m.Tools {
