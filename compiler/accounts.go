@@ -6,24 +6,27 @@ import (
 	"strings"
 )
 
-// Account isolation (mesh.yaml `isolation: account-per-module`, NATS-FACTS §12).
+// Account isolation (mesh.yaml `isolation: account-per-module`; docs/nats.md, "Accounts, exports
+// and imports").
 //
 // Within one account, whoever may make a request chooses where the answer goes, and the server
-// publishes it there unchecked (§10): a pull's messages onto another module's tool, a tool's
-// answer into a seat's work queue, an empty answer into the JetStream API. Across accounts the
-// server rewrites every reply that travels through an import, so none of that lands. In this mode
-// the mesh's account keeps JetStream and the controller — an existing bus keeps its streams and
-// consumers — and every other user gets an account of its own, named like the user, holding
-// exactly the imports its permissions use. An answer that arrives in an account follows the
-// account's imports without a per-user check, so the imports must be the grants, no more: one
-// account per module instance, never one shared by a module's instances (§12).
+// publishes it there unchecked (docs/nats.md, "A requester chooses where the answer goes"): a
+// pull's messages onto another module's tool, a tool's answer into a seat's work queue, an empty
+// answer into the JetStream API. Across accounts the server rewrites every reply that travels
+// through an import, so none of that lands. In this mode the mesh's account keeps JetStream and the
+// controller — an existing bus keeps its streams and consumers — and every other user gets an
+// account of its own, named like the user, holding exactly the imports its permissions use. An
+// answer that arrives in an account follows the account's imports without a per-user check, so the
+// imports must be the grants, no more: one account per module instance, never one shared by a
+// module's instances (docs/nats.md, "What accounts do not block").
 
 // Account is one account of an isolated mesh: its users, what it offers other accounts and what
 // it takes from them.
 type Account struct {
 	Name string
 	// JetStream is true for the mesh's account alone: a module's account with JetStream of its
-	// own would answer its users' pulls and info requests from an empty store (§12).
+	// own would answer its users' pulls and info requests from an empty store (docs/nats.md,
+	// "Traps").
 	JetStream bool
 	// Users are the usernames living in the account.
 	Users []string
@@ -48,7 +51,8 @@ type Export struct {
 	Kind    ExportKind
 	Subject string
 	// ResponseStream is set for a service answered by more than one message (a pull of a batch):
-	// a singleton export delivers the first and strands the rest until AckWait (§12).
+	// a singleton export delivers the first and strands the rest until AckWait (docs/nats.md,
+	// "Traps").
 	ResponseStream bool
 	Accounts       []string
 }
@@ -63,14 +67,15 @@ type Import struct {
 // meshExport is one subject kind the mesh's account exports. One wildcard per kind, imported by
 // exact subjects: the server's load time is quadratic in one account's service exports, so an
 // export per subject takes seconds at a few thousand modules, and the imports already decide
-// what is connected (§12).
+// what is connected (docs/nats.md, "Reload and scale with many accounts").
 type meshExport struct {
 	kind           ExportKind
 	subject        string
 	responseStream bool
 }
 
-// meshExports are the kinds of §12's table, in the order they are written.
+// meshExports are the kinds of the table in docs/nats.md, "What each flow needs", in the order they
+// are written.
 var meshExports = []meshExport{
 	{ServiceExport, ModuleEvent("*", ">"), false},
 	{ServiceExport, SeatEvent("*", ">"), false},
@@ -178,7 +183,8 @@ func (c *compilation) isolate() {
 				fromMesh(StreamExport, s, e)
 			}
 		}
-		// Never granted to the user: it only keeps the server from answering twice (§12).
+		// Never granted to the user: it only keeps the server from answering twice (docs/nats.md,
+		// "Traps").
 		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
 		accounts = append(accounts, a)
 	}

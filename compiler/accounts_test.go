@@ -65,7 +65,7 @@ func TestAnAccountPerPrincipal(t *testing.T) {
 // Imports are exactly the grants: each import is a grant its user holds (a tool served by the
 // source account, for a wildcard grant), each grant that leaves the account is imported, and each
 // export names exactly the accounts that import under it. One import more and an answer could be
-// steered onto a subject the user may not publish (NATS-FACTS §12).
+// steered onto a subject the user may not publish (docs/nats.md, "What accounts do not block").
 func TestImportsAreExactlyTheGrants(t *testing.T) {
 	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
 	served := map[string]string{} // tool → serving account
@@ -133,7 +133,7 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	next := account(t, p, "proof").Exports
 	i := slices.IndexFunc(next, func(e Export) bool { return e.Subject == PullNext("*", "*") })
 	if i < 0 || !next[i].ResponseStream {
-		t.Errorf("the pull export must answer with a stream (a singleton strands a batch, §12): %v", next)
+		t.Errorf("the pull export must answer with a stream (a singleton strands a batch: docs/nats.md#traps): %v", next)
 	}
 }
 

@@ -46,6 +46,7 @@ var Rules = []*Rule{
 	ruleRetention,
 	ruleWidening,
 	ruleContract,
+	ruleApprovalUnmatched,
 	ruleCredentialInvalid,
 	ruleIgnore,
 }
