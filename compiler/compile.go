@@ -230,7 +230,26 @@ func (c *compilation) machines() {
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
-	var pub, sub, responses granted
+	// Sized once, from the grants counted below: a grant is about a hundred bytes, and growing
+	// every module instance's list by doubling was the compiler's largest allocation.
+	npub := len(m.Emits) + len(m.Calls)
+	for _, claim := range m.Claims {
+		if seat := c.ix.Seat(claim.Value); seat != nil {
+			npub += len(seat.Emits)
+			if len(seat.Accepts) > 0 {
+				npub += 4 // consumerGrants
+			}
+		}
+	}
+	for _, use := range m.Uses {
+		if seat := c.ix.Seat(use.Value); seat != nil {
+			npub += len(seat.Accepts)
+		}
+	}
+	if len(m.Consumes) > 0 {
+		npub += 4 // consumerGrants
+	}
+	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(len(m.Tools))
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}

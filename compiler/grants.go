@@ -44,6 +44,15 @@ func (g *granted) add(source catalogue.Pos, because, means string, subjects ...s
 	g.addOf("", source, because, means, subjects...)
 }
 
+// sizedGrants is an empty list with room for n grants; none (nil) when n is 0, as a list
+// nothing was added to.
+func sizedGrants(n int) granted {
+	if n == 0 {
+		return nil
+	}
+	return make(granted, 0, n)
+}
+
 // addOf adds grants of subjects in one module's namespace.
 func (g *granted) addOf(module string, source catalogue.Pos, because, means string, subjects ...string) {
 	for _, s := range subjects {
