@@ -223,7 +223,7 @@ func readFile(src *ownFiles, rel string, emptyIsFine bool, findings *Findings, i
 	if !utf8.Valid(data) {
 		return fail(lineOfInvalidUTF8(data), "is not valid UTF-8; save it as UTF-8")
 	}
-	if strings.TrimSpace(string(data)) == "" {
+	if len(bytes.TrimSpace(data)) == 0 {
 		if emptyIsFine {
 			return nil
 		}
