@@ -12,7 +12,7 @@ import (
 
 // ownFiles opens a catalogue's files, remembering the real path of each directory it met: on a
 // catalogue of thousands of manifests in a few directories, resolving every path component of
-// every file again was a third of the loader's system calls (BENCHMARKS.md).
+// every file again was a third of the loader's CPU time (BENCHMARKS.md).
 type ownFiles struct {
 	root string // the catalogue's real directory
 	mu   sync.Mutex
