@@ -98,7 +98,7 @@ func meshTable(m *Mesh) *table {
 			}), "Breaks a change makes on purpose, each with its reason: `meshc plan/lint --against` reports an approved break as info instead of an error."},
 			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
 			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
-			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, and every other user gets an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
+			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, every module gets one account its instances share (so each tool call is served once), and every other user an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
 			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {

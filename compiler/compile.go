@@ -262,7 +262,8 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	}
 	sub.add(source, "its own inbox", Inbox(user))
 	for _, t := range m.Tools {
-		sub.addOf(name, t.Pos, "serves tool "+t.Value, Tool(name, t.Value))
+		// Only in the module's queue group: wherever the module runs, each call is served once.
+		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name), Tool(name, t.Value))
 		responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
 	}
 	c.addUser(User{

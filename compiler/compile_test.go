@@ -70,7 +70,7 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 			"$JS.API.CONSUMER.INFO.EVENTS.anchor_catalog", "$JS.API.CONSUMER.MSG.NEXT.EVENTS.anchor_catalog",
 			"mesh.mod.catalog.event.upgraded",
 		},
-		sub:       []string{"_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup"},
+		sub:       []string{"_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup catalog"},
 		responses: true,
 	}, {
 		// Holds the build-machine role: announces its event and takes its work; submits work to

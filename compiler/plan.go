@@ -24,7 +24,8 @@ type Plan struct {
 	Consumers []Consumer
 	// Accounts is empty when every user lives in Account (isolation: shared-account). With
 	// isolation: account-per-module it holds Account first (JetStream, the controller, and what
-	// it exports), then one account per other user, in the order of Users.
+	// it exports), then one account per module (its instances') and one per other user, in the
+	// order their first user comes in Users.
 	Accounts []Account
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
@@ -117,7 +118,7 @@ type User struct {
 	Grants Grants
 	// NKey is the recorded nkey public key when the mesh uses nkeys, or "".
 	NKey string
-	// Account is the account the user lives in: the plan's Account, or its own.
+	// Account is the account the user lives in: the plan's Account, its module's, or its own.
 	Account string
 }
 

@@ -148,6 +148,13 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 		t.Run("a module announcing the event of a seat it does not hold", func(t *testing.T) {
 			b.connect(t, "mod.anchor.catalog").isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
 		})
+		t.Run("a module serving its tool outside its module's queue group", func(t *testing.T) {
+			// A plain subscription would see every call beside the instance the queue picks: a
+			// call served twice. Another group would split nothing with its siblings.
+			catalog := b.connect(t, "mod.anchor.catalog")
+			catalog.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
+			catalog.isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "lookup")
+		})
 		t.Run("a module calling a tool it does not declare", func(t *testing.T) {
 			b.connect(t, "mod.laptop.audit").isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
 		})
@@ -544,10 +551,23 @@ func (c *client) consumerInfo(t *testing.T, stream, consumer string) *jetstream.
 	return &info.ConsumerInfo
 }
 
-// serves answers every request on a tool subject for the rest of the subtest.
+// servesSync subscribes a tool in its module's queue group, as its grant requires, leaving the
+// calls for the test to read.
+func (c *client) servesSync(t *testing.T, tool string) *nats.Subscription {
+	t.Helper()
+	sub, err := c.nc.QueueSubscribeSync(tool, toolQueue(tool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	return sub
+}
+
+// serves answers every request on a tool subject for the rest of the subtest, subscribed in the
+// queue group of the module serving it, as its grant requires.
 func (c *client) serves(t *testing.T, tool string) {
 	t.Helper()
-	_, err := c.nc.Subscribe(tool, func(m *nats.Msg) {
+	_, err := c.nc.QueueSubscribe(tool, toolQueue(tool), func(m *nats.Msg) {
 		m.Respond([]byte(c.user + " answers " + string(m.Data)))
 	})
 	if err != nil {
@@ -560,6 +580,10 @@ func (c *client) serves(t *testing.T, tool string) {
 		}
 	})
 }
+
+// toolQueue is the queue group a tool's module serves it in: the module's name, the third token
+// of `mesh.mod.<module>.tool.<tool>` (SPEC §2).
+func toolQueue(tool string) string { return compiler.ToolQueue(strings.Split(tool, ".")[2]) }
 
 // callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
 func (c *client) callsAndIsAnswered(t *testing.T, tool string) {
@@ -626,15 +650,31 @@ func (c *client) isRefusedSubscribing(t *testing.T, subject string) {
 	c.refused(t, "Subscription", subject)
 }
 
+// isRefusedQueueSubscribing subscribes subject in queue group queue and requires the server's
+// violation for it.
+func (c *client) isRefusedQueueSubscribing(t *testing.T, subject, queue string) {
+	t.Helper()
+	if _, err := c.nc.QueueSubscribeSync(subject, queue); err != nil {
+		t.Fatal(err)
+	}
+	c.violated(t, fmt.Sprintf("Permissions Violation for Subscription to %q using queue %q", subject, queue),
+		"subscription on "+subject+" in queue group "+queue)
+}
+
 // refused waits for the server's "Permissions Violation for <op> to "<subject>"" on this
 // connection. The server sends it before the PONG that ends Flush; the error handler runs on the
 // client's own goroutine a moment later, hence the short wait.
 func (c *client) refused(t *testing.T, op, subject string) {
 	t.Helper()
+	c.violated(t, fmt.Sprintf("Permissions Violation for %s to %q", op, subject), strings.ToLower(op)+" on "+subject)
+}
+
+// violated waits for a violation containing want on this connection; what says what was refused.
+func (c *client) violated(t *testing.T, want, what string) {
+	t.Helper()
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		c.mu.Lock()
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
@@ -646,7 +686,7 @@ func (c *client) refused(t *testing.T, op, subject string) {
 			return
 		}
 	}
-	t.Fatalf("%s: the server did not refuse %s on %s (violations seen: %v)", c.user, strings.ToLower(op), subject, c.seen())
+	t.Fatalf("%s: the server did not refuse %s (violations seen: %v)", c.user, what, c.seen())
 }
 
 // sawNoViolation requires that the server never refused this connection anything. The server

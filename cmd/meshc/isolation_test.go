@@ -39,7 +39,7 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 		return nc
 	}
 	catalog := connect("mod.anchor.catalog")
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()
@@ -106,7 +106,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer catalog.Close()
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()
