@@ -17,6 +17,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -305,6 +306,8 @@ func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
 type bus struct {
 	url       string
 	passwords map[string]string
+	running   *up.Bus
+	plan      *compiler.Plan
 }
 
 // startBus loads a catalogue and runs it as `meshc up` does (package up): development passwords
@@ -314,26 +317,28 @@ type bus struct {
 func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
+	return startCatalogue(t, cat, findings, serverConf, isolation)
+}
+
+// startCatalogue is startBus for a catalogue already loaded: it must lint without an error, as a
+// catalogue `meshc up` runs must.
+func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string) *bus {
+	t.Helper()
 	cat.Mesh.Isolation.Value = isolation
+	findings, plan := lint.Check(cat, loaded)
 	for _, f := range findings {
 		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue is broken: %v", f)
-		}
-	}
-	plan, findings := compiler.Compile(catalogue.NewIndex(cat))
-	for _, f := range findings {
-		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue does not compile: %v", f)
+			t.Fatalf("the catalogue does not lint clean: %v", f)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf})
 	if err != nil {
-		t.Fatalf("running the proof's catalogue as meshc up does: %v", err)
+		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
-	b := &bus{url: running.URL, passwords: map[string]string{}}
+	b := &bus{url: running.URL, passwords: map[string]string{}, running: running, plan: plan}
 	for _, u := range plan.Users {
 		b.passwords[u.Name] = running.Password(u.Name)
 	}
