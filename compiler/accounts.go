@@ -85,10 +85,9 @@ var meshExports = []meshExport{
 	{ServiceExport, Report("*"), false},
 	{ServiceExport, Heartbeat("*"), false},
 	{ServiceExport, Enrolment("*"), false},
-	{ServiceExport, PullNext("*", "*"), true},
-	{ServiceExport, ConsumerInfo("*", "*"), false},
-	{ServiceExport, AllAcks, false},
+	// Before JetStreamSubjects, which covers it: $JS.API.INFO has one answer.
 	{ServiceExport, JetStreamInfo, false},
+	{ServiceExport, JetStreamSubjects, true},
 	{StreamExport, DeliverNodes("*"), false},
 	{StreamExport, EnrolmentAnswers("*"), false},
 }

@@ -93,6 +93,9 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	for _, u := range p.Users[1:] {
 		want := wants[u.Account]
 		for _, s := range u.Publish.Allow {
+			if s == ServiceReplies || strings.HasPrefix(s, "_INBOX.") {
+				continue // answers inside the account: to calls that crossed into it, to siblings
+			}
 			if !isTool(s) {
 				want = append(want, Import{ServiceExport, s, p.Account})
 				continue
@@ -129,7 +132,8 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 		for _, e := range a.Exports {
 			var want []string
 			for subject, to := range importers[a.Name] {
-				if Covers(e.Subject, subject) {
+				// $JS.API.INFO has an export of its own beside the one covering every $JS subject.
+				if Covers(e.Subject, subject) && (subject != JetStreamInfo || e.Subject == JetStreamInfo) {
 					want = append(want, to...)
 				}
 			}
@@ -148,9 +152,9 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 		t.Errorf("alice (may call every tool) imports every served tool from its server:\n%s", diff)
 	}
 	next := account(t, p, "proof").Exports
-	i := slices.IndexFunc(next, func(e Export) bool { return e.Subject == PullNext("*", "*") })
-	if i < 0 || !next[i].ResponseStream {
-		t.Errorf("the pull export must answer with a stream (a singleton strands a batch, §12): %v", next)
+	i := slices.IndexFunc(next, func(e Export) bool { return Covers(e.Subject, PullNext("*", "*")) })
+	if i < 0 || !next[i].ResponseStream || next[i].Subject != JetStreamSubjects {
+		t.Errorf("the pull export must answer with a stream (a singleton strands a batch, docs/nats.md \"Traps\"), and be the acks' export too: %v", next)
 	}
 }
 
@@ -183,5 +187,41 @@ func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.notifier"}}}, catalog.Exports); diff != "" {
 		t.Errorf("catalog's account exports its tool to its callers' accounts:\n%s", diff)
+	}
+}
+
+// With an account per module, a tool server answers without allow_responses: the server's `_R_`
+// replies (what every call from another account carries) and, when its module calls its own tool,
+// its siblings' inboxes (what their calls carry inside the account). allow_responses let an
+// instance answer a self-call it made itself at any reply, a sibling's pull among them. In one
+// account every caller's inbox is a reply, so allow_responses stays.
+func TestAToolServerAnswersOnlyTheRepliesItsCallsCarry(t *testing.T) {
+	for _, tc := range []struct {
+		archive, user, isolation string
+		publishes                []string
+		responses                bool
+	}{
+		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationPerModule, []string{"_INBOX.mod.*.catalog.>", ServiceReplies}, false},
+		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationPerModule, []string{ServiceReplies}, false},
+		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationShared, nil, true},
+		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationShared, nil, true},
+	} {
+		p := compileIsolated(t, tc.archive, tc.isolation)
+		u := p.User(tc.user)
+		var answers []string
+		for _, s := range u.Publish.Allow {
+			if s == ServiceReplies || strings.HasPrefix(s, "_INBOX.") {
+				answers = append(answers, s)
+			}
+		}
+		if !slices.Equal(answers, tc.publishes) || u.AllowResponses != tc.responses || (len(u.Grants.Responses) > 0) != tc.responses {
+			t.Errorf("%s, %s: answers %v with allow_responses %v (%d response grants), want %v and %v",
+				tc.user, tc.isolation, answers, u.AllowResponses, len(u.Grants.Responses), tc.publishes, tc.responses)
+		}
+		for _, s := range tc.publishes {
+			if why := u.Why(Publish, s); len(why) != 1 || !strings.Contains(why[0].Because, "answers") {
+				t.Errorf("%s: %s granted for %+v", tc.user, s, why)
+			}
+		}
 	}
 }

@@ -93,6 +93,15 @@ func Inbox(user string) string { return InboxPrefix(user) + ".>" }
 // library's default prefix is refused its first subscription (NATS-FACTS §11).
 func InboxPrefix(user string) string { return "_INBOX." + user }
 
+// SiblingInboxes are the inboxes of every instance of a module, on any machine: where an instance
+// answers a sibling's call to the module's own tool, when the mesh gives each module an account.
+func SiblingInboxes(module string) string { return Inbox(ModuleUserName("*", module)) }
+
+// ServiceReplies are the reply subjects the server gives a request that crossed into another
+// account through an import, `_R_.<account's prefix>.<random>`: the only replies a call from
+// another account carries (docs/nats.md, "Answering calls without allow_responses").
+const ServiceReplies = "_R_.>"
+
 // DeliverNodes is where a machine's declaration consumer pushes to.
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }
 
@@ -131,8 +140,12 @@ func AckV2(stream, consumer string) string {
 	return "$JS.ACK.*.*." + stream + "." + consumer + ".*.*.*.*.>"
 }
 
-// AllAcks is every ack subject of every consumer, in both forms.
-const AllAcks = "$JS.ACK.>"
+// JetStreamSubjects are every JetStream API and ack subject: what the mesh's account exports, as
+// one service answered by a stream, for the pulls, consumer info and acks other accounts import.
+// One export, because the server drops a message that would cross one export twice: an answer a
+// pull or an ack sent back into a module's account cannot then cross into a sibling instance's
+// pull (docs/nats.md, "One account per module").
+const JetStreamSubjects = "$JS.>"
 
 // JetStreamInfo is the JetStream API's account-info request. An account without JetStream must
 // import it from the account that has it, or the server answers every request of its users
