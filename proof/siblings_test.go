@@ -306,10 +306,16 @@ func TestASiblingInstanceWritesIntoItsSiblingsInboxOnlyToAnswerIt(t *testing.T) 
 			b := startBus(t, "testdata/instances.txtar", "", isolation)
 			for _, m := range []struct {
 				module string
+				victim string
 				lands  bool
-			}{{"relay", isolation == catalogue.IsolationPerModule}, {"peer", false}} {
-				victim := b.connect(t, "mod.laptop."+m.module)
-				known := "_INBOX.mod.laptop." + m.module + ".known"
+			}{
+				{"relay", "mod.laptop.relay", isolation == catalogue.IsolationPerModule},
+				{"peer", "mod.laptop.peer", false},
+				// The grant names the module: another module's instances stay out of reach.
+				{"relay", "mod.laptop.peer", false},
+			} {
+				victim := b.connect(t, m.victim)
+				known := "_INBOX." + m.victim + ".known"
 				inbox := victim.subscribes(t, known)
 				attacker := b.connect(t, "mod.anchor."+m.module)
 				if err := attacker.nc.Publish(known, []byte("forged")); err != nil {
@@ -324,5 +330,44 @@ func TestASiblingInstanceWritesIntoItsSiblingsInboxOnlyToAnswerIt(t *testing.T) 
 				receives(t, inbox, "forged")
 			}
 		})
+	}
+}
+
+// With an account per module a tool server may publish on `_R_.>`, the replies the server gives
+// calls that cross into its account. The replies of calls to another module's tools live in that
+// module's account: a tool server publishing on such a reply, seen or guessed, reaches nothing,
+// and the caller gets the answer of the module it called.
+func TestAToolServerCannotAnswerAnotherModulesCalls(t *testing.T) {
+	b := startBus(t, "testdata/instances.txtar", "", catalogue.IsolationPerModule)
+	relay, peer, bob := b.connect(t, "mod.anchor.relay"), b.connect(t, "mod.anchor.peer"), b.connect(t, "person.bob")
+	calls := make(chan *nats.Msg, 1)
+	if _, err := relay.nc.QueueSubscribe("mesh.mod.relay.tool.ask", "relay", func(m *nats.Msg) { calls <- m }); err != nil {
+		t.Fatal(err)
+	}
+	relay.sawNoViolation(t)
+	answer := make(chan string, 1)
+	go func() {
+		m, err := bob.nc.Request("mesh.mod.relay.tool.ask", []byte("?"), 5*time.Second)
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		answer <- string(m.Data)
+	}()
+	call := <-calls
+	if !strings.HasPrefix(call.Reply, "_R_.") {
+		t.Fatalf("a call from another account arrived with the reply %q, not the server's _R_.…", call.Reply)
+	}
+	// peer holds _R_.> too; the reply is relay's account's.
+	if err := peer.nc.Publish(call.Reply, []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	peer.sawNoViolation(t)
+	if err := call.Respond([]byte("relay's answer")); err != nil {
+		t.Fatal(err)
+	}
+	relay.sawNoViolation(t)
+	if got := <-answer; got != "relay's answer" {
+		t.Fatalf("bob's call to relay was answered %q", got)
 	}
 }
