@@ -61,6 +61,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.isolate()
+	c.servedTools()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.plan.Mark()

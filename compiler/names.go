@@ -100,7 +100,11 @@ func SiblingInboxes(module string) string { return Inbox(ModuleUserName("*", mod
 // ServiceReplies are the reply subjects the server gives a request that crossed into another
 // account through an import, `_R_.<account's prefix>.<random>`: the only replies a call from
 // another account carries (docs/nats.md, "Answering calls without allow_responses").
-const ServiceReplies = "_R_.>"
+const ServiceReplies = ServiceRepliesPrefix + ">"
+
+// ServiceRepliesPrefix begins every reply the server gives a request crossing an import; a
+// client may not give one as a reply itself.
+const ServiceRepliesPrefix = "_R_."
 
 // DeliverNodes is where a machine's declaration consumer pushes to.
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }

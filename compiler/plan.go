@@ -27,6 +27,9 @@ type Plan struct {
 	// it exports), then one account per module (its instances') and one per other user, in the
 	// order their first user comes in Users.
 	Accounts []Account
+	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
+	// may call it: what a tool server checks a caller against.
+	Tools []ServedTool
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 
