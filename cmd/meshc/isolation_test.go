@@ -21,10 +21,14 @@ import (
 // an event and get its PubAck (through a service import of a new account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := startUp(t, dir)
 	url, state, stderr := r.url, r.state, &r.stderr
 
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+	// Saying nothing is an account per module.
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
@@ -85,6 +89,9 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pw := mint(t, dir, "--missing")
 	conf := filepath.Join(t.TempDir(), "nats")
 	accounts := filepath.Join(conf, "accounts.conf")
@@ -93,7 +100,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	}
 	s, monitor := serverWithAccounts(t, conf)
 
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
