@@ -48,6 +48,10 @@ func Permissions(p *compiler.Plan) []byte {
 			row("never publish", code(s))
 		}
 		for _, s := range u.Subscribe.Allow {
+			if subject, queue := compiler.SplitQueue(s); queue != "" {
+				row("subscribe", code(subject)+" in queue group "+code(queue)+" only")
+				continue
+			}
 			row("subscribe", code(s))
 		}
 		for _, s := range u.Subscribe.Deny {
