@@ -30,7 +30,7 @@ import (
 type Account struct {
 	Name string
 	// JetStream is true for the mesh's account alone: a module's account with JetStream of its
-	// own would answer its users' pulls and info requests from an empty store (§12).
+	// own would answer its users' pulls and info requests from an empty store (docs/nats.md, "Traps").
 	JetStream bool
 	// Users are the usernames living in the account.
 	Users []string
@@ -55,7 +55,7 @@ type Export struct {
 	Kind    ExportKind
 	Subject string
 	// ResponseStream is set for a service answered by more than one message (a pull of a batch):
-	// a singleton export delivers the first and strands the rest until AckWait (§12).
+	// a singleton export delivers the first and strands the rest until AckWait (docs/nats.md, "Traps").
 	ResponseStream bool
 	Accounts       []string
 }
@@ -70,14 +70,14 @@ type Import struct {
 // meshExport is one subject kind the mesh's account exports. One wildcard per kind, imported by
 // exact subjects: the server's load time is quadratic in one account's service exports, so an
 // export per subject takes seconds at a few thousand modules, and the imports already decide
-// what is connected (§12).
+// what is connected (docs/nats.md, "Reload and scale with many accounts").
 type meshExport struct {
 	kind           ExportKind
 	subject        string
 	responseStream bool
 }
 
-// meshExports are the kinds of §12's table, in the order they are written.
+// meshExports are the kinds of docs/nats.md's "What each flow needs", in the order they are written.
 var meshExports = []meshExport{
 	{ServiceExport, ModuleEvent("*", ">"), false},
 	{ServiceExport, SeatEvent("*", ">"), false},
@@ -204,7 +204,7 @@ func (c *compilation) isolate() {
 				fromMesh(StreamExport, s, e)
 			}
 		}
-		// Never granted to a user: it only keeps the server from answering twice (§12).
+		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md, "Traps").
 		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
 	}
 

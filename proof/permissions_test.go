@@ -32,7 +32,8 @@ import (
 // having seen no violation at all.
 //
 // It runs in both isolations: the grants and refusals are the users' own and stay inside every
-// account, so an account per principal changes none of them (NATS-FACTS §12).
+// account, so an account per module changes none of them (docs/nats.md, "Accounts, exports and
+// imports"), but for how a tool server answers.
 func TestPermissionsOnARealServer(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {
