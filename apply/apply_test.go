@@ -15,6 +15,7 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
 	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // converge reads, diffs and applies, and returns the change set it applied.
@@ -298,8 +299,9 @@ func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
 }
 
 // oldNodeConsumer makes NODES and anchor's declaration consumer as a running mesh holds it: made
-// before the delivery subject carried the stream (seed 003). ackWait, when set, differs from the
-// plan too, so an update has something besides the subject to change.
+// before the delivery subject carried the stream (docs/history.md, "A control plane crash-looping
+// on a consumer it could not move"). ackWait, when set, differs from the plan too, so an update has
+// something besides the subject to change.
 func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, ackWait time.Duration) {
 	t.Helper()
 	old := plan.Consumers[4].Config
@@ -318,7 +320,8 @@ func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, 
 	}
 }
 
-// The seed 003 story, against a real server with a subscriber really bound.
+// The crash loop of docs/history.md, "A control plane crash-looping on a consumer it could not
+// move", against a real server with a subscriber really bound.
 func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
@@ -337,21 +340,14 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 	}
 	// The server marks the consumer bound a moment after the interest arrives; this test is of
 	// a consumer read as bound (the race with a subscriber binding during the apply is its own).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testwait.For(t, "the server to report the consumer bound", 10*time.Second, func() bool {
 		c, err := js.PushConsumer(ctx, "NODES", "anchor")
-		if err == nil && c.CachedInfo().PushBound {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server never reported the consumer bound")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && c.CachedInfo().PushBound
+	})
 
 	cs, res, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{})
 	if err != nil {
-		t.Fatalf("the apply failed on the consumer a machine is bound to, which is the crash loop of seed 003: %v", err)
+		t.Fatalf("the apply failed on the consumer a machine is bound to, which is the crash loop of docs/history.md#a-control-plane-crash-looping-on-a-consumer-it-could-not-move: %v", err)
 	}
 	var kept *change.Change
 	for i, c := range cs.Items {

@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // A meta leader lost in the middle of an apply: the requests that go unanswered during the
-// election are retried (NATS-FACTS §8), and whatever the first run managed, running it again
-// converges.
+// election are retried (docs/nats.md, "Retries and what is transient"), and whatever the first run
+// managed, running it again converges.
 func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 	c := runCluster(t)
 	nc, js := connect(t, c.urls())
@@ -67,8 +69,10 @@ func TestClusterApplyConvergesWithANodeStoppedMidApply(t *testing.T) {
 // would let a half-applied bus pass.
 func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		live, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
+	var live *change.State
+	testwait.ForNil(t, "every object to read ("+why+")", 15*time.Second, func() error {
+		var err error
+		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,15 +87,12 @@ func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string
 				}
 			}
 		}
-		if unavailable == 0 {
-			requireEmpty(t, change.Diff(live, plan, change.DiffOptions{Prune: true}), why)
-			return
+		if unavailable > 0 {
+			return fmt.Errorf("%d objects still read as unavailable", unavailable)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s, but %d objects still read as unavailable", why, unavailable)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
+	requireEmpty(t, change.Diff(live, plan, change.DiffOptions{Prune: true}), why)
 }
 
 // A stream whose only peer is down is reported missing or offline by the server: it is never
@@ -121,7 +122,7 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 	var live *change.State
 	// The meta leader learns that n3 is gone a moment after it goes.
 	reads := 0
-	for deadline := time.Now().Add(15 * time.Second); ; {
+	testwait.ForNil(t, "the stream on the stopped node to read as unavailable", 15*time.Second, func() error {
 		var err error
 		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second, RetryFor: 20 * time.Second})
 		reads++
@@ -130,13 +131,10 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 		}
 		// The R3 stream may read as missing too while it elects a leader in n3's place.
 		if s := live.Stream("LONELY"); s != nil && s.Unavailable != "" && live.Stream("SAFE").Unavailable == "" {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stream on the stopped node never read as unavailable: %+v", live.Stream("LONELY"))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("LONELY reads %+v, SAFE %+v", live.Stream("LONELY"), live.Stream("SAFE"))
+	})
 	t.Logf("stream on a stopped node reported %q after %s (%d reads), %d requests in the last", live.Stream("LONELY").Unavailable, time.Since(start), reads, live.Requests)
 
 	for _, prune := range []bool{false, true} {
@@ -174,7 +172,7 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	nc, js := connect(t, c.urls())
 	ctx := t.Context()
 	plan := compilertest.MeshPlan(3, jetstream.FileStorage)
-	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test", Replicas: 3})
+	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,17 +236,21 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	}
 }
 
-// meshc apply makes its bucket R3 when the connection knows three servers or more. A client given
-// one seed URL learns the cluster's other servers from the first INFO, before Connect returns:
-// that is what counting nc.Servers() right after connecting relies on.
-func TestAConnectionToOneNodeKnowsTheCluster(t *testing.T) {
-	c := runCluster(t)
-	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port))
+// The lock's bucket gets three replicas because the server says it is in a cluster, not because
+// the client was given three URLs: a no_advertise cluster's client knows only the URL it was
+// given, and still gets R3.
+func TestTheLockBucketOfANoAdvertiseClusterHasThreeReplicas(t *testing.T) {
+	c := runCluster(t, func(o *server.Options) { o.Cluster.NoAdvertise = true })
+	nc, js := connect(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port))
+	if n := len(nc.Servers()); n != 1 {
+		t.Fatalf("the client of a no_advertise cluster knows %d servers (%q): the case is not set up", n, nc.Servers())
+	}
+	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "no advertise"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	if n := len(nc.Servers()); n < 3 {
-		t.Fatalf("connected through one seed URL, the client knows %d servers (%q), want 3", n, nc.Servers())
+	defer lock.Release(t.Context())
+	if s, err := js.Stream(t.Context(), compiler.ApplyBucketStream); err != nil || s.CachedInfo().Config.Replicas != 3 {
+		t.Fatalf("the lock's bucket on a no_advertise cluster: %+v %v", s, err)
 	}
 }

@@ -33,7 +33,8 @@ type Endpoint struct {
 
 // Bus is a connection to the bus that knows whom it connected as, and ends everything it carries
 // at the first refusal: a Permissions Violation is final, and waiting it out as if the server were
-// down once cost a minute per command and then blamed the cluster (NATS-FACTS §11).
+// down once cost a minute per command and then blamed the cluster (docs/nats.md, "Denials arrive
+// asynchronously").
 type Bus struct {
 	Conn *nats.Conn
 	// Server is where it connected, with any credentials in the URL redacted: safe to print.
@@ -177,9 +178,13 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 		case errors.As(err, &r):
 			return err
 		case errors.Is(err, nats.ErrNoResponders) && time.Now().Add(250*time.Millisecond).Before(deadline):
-			// Also seen for a moment while a server restarts (NATS-FACTS §8): asked again
-			// briefly before it is taken as no JetStream at all.
-			time.Sleep(250 * time.Millisecond)
+			// Also seen for a moment while a server restarts (docs/nats.md, "Retries and what is
+			// transient"): asked again briefly before it is taken as no JetStream at all.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
 			continue
 		case errors.Is(err, nats.ErrNoResponders) && b.APIPrefix != DefaultAPIPrefix:
 			return fmt.Errorf("nothing answers %s at %s: the server has no JetStream at that prefix; check the JetStream domain or API prefix (--js-domain, --js-api-prefix, the context's jetstream_domain), or that the server runs JetStream", subject, b.Server)

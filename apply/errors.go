@@ -25,11 +25,11 @@ func stillDeleting(err error) bool {
 		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
 }
 
-// retryable is NATS-FACTS §8's list, and only it: no answer (before an election, during a
-// leader change), no responders (briefly, while a server restarts), 10008 (JetStream
-// temporarily unavailable) and 10023 (insufficient resources while peers are down); plus
-// errStillDeleting, which only the replace path returns, a few times at most. Anything else
-// will not pass by waiting.
+// retryable is the list of docs/nats.md, "Retries and what is transient", and only it: no answer
+// (before an election, during a leader change), no responders (briefly, while a server restarts),
+// 10008 (JetStream temporarily unavailable) and 10023 (insufficient resources while peers are
+// down); plus errStillDeleting, which only the replace path returns, a few times at most. Anything
+// else will not pass by waiting.
 func retryable(err error) bool {
 	var ae *jetstream.APIError
 	switch {

@@ -1,6 +1,8 @@
-// Package apply reconciles a live NATS server or cluster with the compiler's plan: it reads what
-// the bus holds, works out what differs (a pure function, rendered for review), and asserts the
-// plan without losing data quietly (SPEC §5). It imports compiler only.
+// Package apply is the live bus: it connects as the NATS CLI does, reads what the bus holds into
+// the change model's State, asserts a change set without losing data quietly (README.md, "Plans
+// and a live bus: `meshc plan`, `meshc apply`, `meshc up`"), keeps one apply at a time by a lock
+// on the bus, and delivers an accounts file to the server that must load it. What differs, and
+// whether a change can lose data, is decided in package change, purely.
 package apply
 
 import (
@@ -16,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
-	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Requester is what reading the live state needs of a connection; *nats.Conn has it. Kept this
@@ -31,8 +32,8 @@ type ReadOptions struct {
 	// leaders before it answers with what is missing, so less than that reads a slow cluster
 	// as an unreachable one. Default 10 s.
 	RequestTimeout time.Duration
-	// RetryFor bounds the retries of one page on the transient failures of NATS-FACTS §8.
-	// Default 60 s.
+	// RetryFor bounds the retries of one page on the transient failures (docs/nats.md, "Retries and
+	// what is transient"). Default 60 s.
 	RetryFor time.Duration
 	// APIPrefix is where the JetStream API answers; empty is DefaultAPIPrefix ($JS.API), and a
 	// JetStream domain makes it $JS.<domain>.API.
@@ -53,8 +54,9 @@ func (o ReadOptions) withDefaults() ReadOptions {
 }
 
 // The API subjects of the two paged lists. Raw requests rather than nats.go's ListStreams: the
-// library drops the server's missing/offline fields (NATS-FACTS §7), and an object the server
-// says it has but could not read must not look like an object that does not exist.
+// library drops the server's missing/offline fields (docs/nats.md, "Which client library"), and an
+// object the server says it has but could not read must not look like an object that does not
+// exist.
 const (
 	apiStreamList   = ".STREAM.LIST"
 	apiConsumerList = ".CONSUMER.LIST."
@@ -84,29 +86,35 @@ type consumerListResponse struct {
 }
 
 // Read reads every stream and consumer the account holds: the stream list, paged, then each
-// stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of
-// INFO calls took 32 s for 1,000 objects; NATS-FACTS §9).
+// stream's consumer list, paged — a handful of requests, not one per object (a natscli loop of INFO
+// calls took 32 s for 1,000 objects: docs/nats.md, "Measured baselines").
 func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, error) {
 	opts = opts.withDefaults()
 	st := &change.State{}
 	r := &reading{nc: nc, opts: opts, st: st}
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
+	streams := pager{what: "the stream list"}
 	for offset := 0; ; {
 		var page streamListResponse
 		if err := r.request(ctx, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
 			return nil, fmt.Errorf("list streams: %w", explain(err))
 		}
+		fresh := 0
 		for _, si := range page.Streams {
 			if si == nil || seen[si.Config.Name] {
 				continue
 			}
+			fresh++
 			seen[si.Config.Name] = true
 			st.Streams = append(st.Streams, change.Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
 		}
 		noteUnavailable(unavailable, page.paged)
 		offset += len(page.Streams)
-		if len(page.Streams) == 0 || offset >= page.Total {
+		if done, err := streams.next(len(page.Streams), fresh, offset, page.Total); done || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			break
 		}
 	}
@@ -125,11 +133,6 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	}
 	slices.SortFunc(st.Streams, func(a, b change.Stream) int { return strings.Compare(a.Name, b.Name) })
 
-	if s := st.Stream(compiler.ApplyBucketStream); s != nil && s.Unavailable == "" {
-		if err := r.readResumes(ctx); err != nil {
-			return nil, err
-		}
-	}
 	for i := range st.Streams {
 		s := &st.Streams[i]
 		if s.Unavailable != "" {
@@ -155,6 +158,7 @@ type reading struct {
 func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
+	consumers := pager{what: "the consumer list of stream " + s.Name}
 	for offset := 0; ; {
 		var page consumerListResponse
 		err := r.request(ctx, r.opts.APIPrefix+apiConsumerList+s.Name, offset, &page)
@@ -167,10 +171,12 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 		if err != nil {
 			return fmt.Errorf("list consumers of stream %s: %w", s.Name, explain(err))
 		}
+		fresh := 0
 		for _, ci := range page.Consumers {
 			if ci == nil || seen[ci.Name] {
 				continue
 			}
+			fresh++
 			seen[ci.Name] = true
 			s.Consumers = append(s.Consumers, change.Consumer{
 				Stream: s.Name, Name: ci.Name, Config: ci.Config,
@@ -179,7 +185,10 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 		}
 		noteUnavailable(unavailable, page.paged)
 		offset += len(page.Consumers)
-		if len(page.Consumers) == 0 || offset >= page.Total {
+		if done, err := consumers.next(len(page.Consumers), fresh, offset, page.Total); done || err != nil {
+			if err != nil {
+				return err
+			}
 			break
 		}
 	}
@@ -197,6 +206,42 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	return nil
 }
 
+// pager bounds one paged list. A page is asked at the offset the pages so far reached, until
+// an empty page or the total the server gives; a broken or hostile server could keep that going
+// until the command's own time-out (a page of names already seen, a total that grows with every
+// page). So a list also ends, as an error, when a page brings nothing new — the server does not
+// advance — and when it has brought more than twice the first total plus a page's worth — the
+// total does not converge. A bus that grows while it is read stays well inside that bound.
+type pager struct {
+	what       string
+	pages      int
+	firstTotal int
+	items      int
+}
+
+// next is told a page's size, how many of its items were new, the offset reached and the
+// server's total; it says whether the list is complete, or why it must stop.
+func (p *pager) next(size, fresh, offset, total int) (bool, error) {
+	p.pages++
+	if p.pages == 1 {
+		p.firstTotal = total
+	}
+	p.items += fresh
+	switch {
+	case size == 0 || offset >= total:
+		return true, nil
+	case fresh == 0:
+		return false, fmt.Errorf("%s does not advance: page %d at offset %d of a total of %d brought nothing new; the server's answers are broken, apply again (or restart it)", p.what, p.pages, offset, total)
+	case p.items > 2*p.firstTotal+pageBound:
+		return false, fmt.Errorf("%s does not converge: %d items read, the server first said %d and now %d; the server's answers are broken, apply again (or restart it)", p.what, p.items, p.firstTotal, total)
+	}
+	return false, nil
+}
+
+// pageBound is the most a JetStream list page holds (256 streams or consumers), as slack for
+// objects made while a list is read.
+const pageBound = 256
+
 // noteUnavailable records what a page says it could not read. "missing" names objects whose
 // leader did not answer in time; "offline" adds the server's reason.
 func noteUnavailable(into map[string]string, p paged) {
@@ -210,7 +255,8 @@ func noteUnavailable(into map[string]string, p paged) {
 	}
 }
 
-// request makes one paged list request, retried on the transient failures of NATS-FACTS §8.
+// request makes one paged list request, retried on the transient failures (docs/nats.md, "Retries
+// and what is transient").
 func (r *reading) request(ctx context.Context, subject string, offset int, into interface{ apiError() *jetstream.APIError }) error {
 	body, err := json.Marshal(pagedRequest{Offset: offset})
 	if err != nil {
@@ -219,7 +265,8 @@ func (r *reading) request(ctx context.Context, subject string, offset int, into 
 	return r.requestRaw(ctx, subject, body, into)
 }
 
-// requestRaw makes one API request, retried on the transient failures of NATS-FACTS §8.
+// requestRaw makes one API request, retried on the transient failures (docs/nats.md, "Retries and
+// what is transient").
 func (r *reading) requestRaw(ctx context.Context, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
 	return retry(ctx, r.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshc-dev/meshc/internal/natsserver"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // runServer starts a real JetStream server in the test process: loopback, a random port, a
@@ -51,14 +52,14 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// cluster is a 3-node in-process JetStream cluster (NATS-FACTS §2).
+// cluster is a 3-node in-process JetStream cluster (docs/nats.md, "Testing against a real server").
 type cluster struct {
 	t       *testing.T
 	opts    []*server.Options
 	servers []*server.Server
 }
 
-func runCluster(t *testing.T) *cluster {
+func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 	t.Helper()
 	const n = 3
 	ports := freePorts(t, 2*n)
@@ -82,6 +83,9 @@ func runCluster(t *testing.T) *cluster {
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = ports[n+i]
 		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		for _, edit := range edits {
+			edit(o)
+		}
 		c.opts = append(c.opts, o)
 		c.servers = append(c.servers, nil)
 	}
@@ -119,8 +123,7 @@ func (c *cluster) stop(i int) {
 // election get no reply at all.
 func (c *cluster) waitReady() {
 	c.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(c.t, "the cluster to elect a meta leader with every running node current", 15*time.Second, func() bool {
 		leader, current := false, true
 		for _, s := range c.servers {
 			if s == nil {
@@ -129,12 +132,8 @@ func (c *cluster) waitReady() {
 			leader = leader || s.JetStreamIsLeader()
 			current = current && s.JetStreamIsCurrent()
 		}
-		if leader && current {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	c.t.Fatal("cluster never elected a meta leader")
+		return leader && current
+	})
 }
 
 func (c *cluster) urls() string {

@@ -25,8 +25,8 @@ const (
 	reapplyModules   = 7_300
 )
 
-// floorInFlight is the floor's concurrency: the top of the 16–64 range NATS-FACTS §9 measured,
-// the strictest floor to stand beside.
+// floorInFlight is the floor's concurrency: the top of the 16–64 range measured (docs/nats.md,
+// "Measured baselines"), the strictest floor to stand beside.
 const floorInFlight = 64
 
 // BenchmarkApplyFromEmpty asserts a plan on an empty bus, beside its floor: the same streams and
@@ -49,6 +49,22 @@ func BenchmarkApplyFromEmpty(b *testing.B) {
 				return fmt.Errorf("an empty bus should need %d creates, the diff has %d: %s", want, n, cs.Summary())
 			}
 			_, err = apply.Apply(ctx, x.js, cs, apply.Options{})
+			return err
+		})
+	})
+	// As meshc apply runs it: under the bus's lock, every write behind the lock's fence.
+	b.Run(key+"/impl=meshc-locked", func(b *testing.B) {
+		fromEmpty(b, plan, func(ctx context.Context, x *bus) error {
+			lock, err := apply.AcquireLock(ctx, x.js, apply.LockOptions{Holder: "benchmark"})
+			if err != nil {
+				return err
+			}
+			defer lock.Release(context.Background())
+			live, err := apply.Read(lock.Context(), x.nc, apply.ReadOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = apply.Apply(lock.Context(), x.js, change.Diff(live, plan, change.DiffOptions{}), apply.Options{Fence: lock.Check})
 			return err
 		})
 	})

@@ -17,10 +17,10 @@ import (
 
 // BenchmarkReload measures what one configuration reload costs a server with many clients
 // connected. nats-server re-checks the password of every connected client on every reload, even
-// of an identical file (NATS-FACTS §3), so the cost grows with the clients and with the bcrypt
-// cost: this is why meshc mints at cost 6 and never rewrites an unchanged accounts file. The
-// floor is a server whose clients authenticated with plain passwords: a reload's cost without
-// bcrypt.
+// of an identical file (docs/nats.md, "Reload and its cost"), so the cost grows with the clients
+// and with the bcrypt cost: this is why meshc mints at cost 6 and never rewrites an unchanged
+// accounts file. The floor is a server whose clients authenticated with plain passwords: a reload's
+// cost without bcrypt.
 //
 //	go test ./benchmarks -run '^$' -bench Reload -benchtime 5x
 func BenchmarkReload(b *testing.B) {

@@ -22,7 +22,7 @@ import (
 // pre-commit hang before saying so.
 const MaxFileSize = 4 << 20
 
-// The files of a catalogue, relative to its directory (SPEC §1).
+// The files of a catalogue, relative to its directory (docs/catalogue.md, "The catalogue format").
 const (
 	MeshFile        = "mesh.yaml"
 	ModulesDir      = "modules"

@@ -16,36 +16,21 @@ import (
 	"github.com/meshc-dev/meshc/internal/synth"
 )
 
-// Every structural fault is one finding at the place it was written, with the fix in the message.
+// Every structural fault is one finding at the place it was written, with the fix in the message:
+// each line of testdata/structure.txtar says beside itself which finding it must give.
 func TestStructuralFaultsAreFindingsAtTheirPlace(t *testing.T) {
-	_, findings := cataloguetest.Load(t, "testdata/structure.txtar")
-	want := []string{
-		`inventory.yaml:2:48: error: yaml: a node's enrolling must be true or false, not the string "yes"`,
-		`inventory.yaml:3:5: error: yaml: a node needs a name`,
-		`inventory.yaml:4:9: error: yaml: people must be a list, not the string "alice"`,
-		`mesh.yaml:2:1: error: yaml: unknown key "rolse" in mesh.yaml; did you mean "roles"?`,
-		`mesh.yaml:4:12: error: yaml: controller.submits must be a list, not the string "mesh-build-machine"; write [mesh-build-machine]`,
-		`mesh.yaml:6:22: error: yaml: streams.events.replicas must be a whole number, not the string "three"`,
-		`mesh.yaml:6:40: error: yaml: streams.events.max-age must be a positive duration such as 90s, 10m, 720h, 7d, 2w or 1y (the NATS CLI's units), not "10 days"`,
-		`modules/builder.yaml:2:16: error: yaml: each entry of emits must be a string, not the number 7; quote it ("7") if that is the name you mean`,
-		`modules/builder.yaml:3:1: error: yaml: unknown key "consume" in a module manifest; did you mean "consumes"?`,
-		`modules/builder.yaml:5:5: error: yaml: a seat needs a name: add ` + "`name: <seat>`",
-		`modules/builder.yaml:6:11: error: yaml: seat "image-store" has no scope: add ` + "`scope: mesh`",
-		`modules/builder.yaml:7:5: error: yaml: unknown key "acepts" in a seat; did you mean "accepts"?`,
-		`modules/empty.yaml: error: yaml: holds only comments`,
-		`modules/flags.yaml:1:9: error: yaml: module must be a string, not the boolean true; quote it ("true") if that is the name you mean`,
-		`modules/flags.yaml:2:14: error: yaml: description must be a string, not a list`,
-		`modules/notyaml.yaml:1: error: yaml: is not valid YAML`,
-		`modules/old.yml: error: yaml: manifests end in .yaml, so this file is not read; rename it to modules/old.yaml`,
-		`modules/twice.yaml:2:1: error: yaml: "module" is set twice in a module manifest (first at line 1); keep one`,
-		`modules/two-docs.yaml:2: error: yaml: holds a second YAML document`,
+	a, err := txtar.ParseFile("testdata/structure.txtar")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(findings) != len(want) {
-		t.Errorf("got %d findings, want %d:\n%s", len(findings), len(want), findings)
+	_, findings, err := catalogue.Load(cataloguetest.Write(t, a))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, f := range findings {
-		if i < len(want) && !strings.HasPrefix(f.String(), want[i]) {
-			t.Errorf("finding %d:\n got %s\nwant %s", i, f, want[i])
+	cataloguetest.Check(t, findings, cataloguetest.Wants(t, a))
+	for i := 1; i < len(findings); i++ {
+		if findings[i-1].Pos.Compare(findings[i].Pos) > 0 {
+			t.Errorf("findings out of path order: %s before %s", findings[i-1], findings[i])
 		}
 	}
 }

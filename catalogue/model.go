@@ -29,8 +29,8 @@ type Catalogue struct {
 	Modules []*Module
 	// Inventory is inventory.yaml; nil when the catalogue has none.
 	Inventory *Inventory
-	// Credentials is credentials.yaml; nil when the catalogue has none (and then nobody is told
-	// a hash is missing: SPEC §3, credential-missing).
+	// Credentials is credentials.yaml; nil when the catalogue has none (and then no user is told
+	// its hash is missing: one finding says the file is: docs/rules.md, "credential-missing").
 	Credentials *Credentials
 	// Ignores are the `# meshc:ignore RULE reason` comments of every file, in path order.
 	Ignores []Ignore
@@ -53,7 +53,10 @@ type Ignore struct {
 type Mesh struct {
 	File string
 	// Name is the NATS account the users live in.
-	Name       Text
+	Name Text
+	// ID says which catalogue of the mesh this is: every stream and consumer apply writes is
+	// marked with it, so two catalogues that share a name never take each other's objects.
+	ID         Text
 	Roles      []*Seat
 	Controller Controller
 	// Aliases are seat renames, old to new, in file order.
@@ -84,12 +87,14 @@ type RuleSetting struct {
 
 // Approval is one intentional break: the breaking rule (replay, retention, widening,
 // contract), what it is about — a consumer STREAM/name, a stream, a bus user, an event or tool
-// MODULE.NAME, a seat, or work SEAT.KIND — and why it is wanted.
+// MODULE.NAME, a seat, or work SEAT.KIND — the before and after it was given for, as the
+// break's finding spells them, and why it is wanted. It approves that break alone.
 type Approval struct {
-	Pos    Pos
-	Rule   Text
-	On     Text
-	Reason Text
+	Pos      Pos
+	Rule     Text
+	On       Text
+	From, To Text
+	Reason   Text
 }
 
 // The values of mesh.yaml's isolation and auth.

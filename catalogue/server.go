@@ -12,8 +12,8 @@ import (
 // functions, so a catalogue never passes pre-commit only to fail in CI.
 
 // accountName is what an account name may hold. The config format does not process escapes in
-// a quoted map key (`"A\"B"` fails to parse, NATS-FACTS §1), so a name that would need one is
-// refused rather than written.
+// a quoted map key (`"A\"B"` fails to parse: docs/nats.md, "Config quoting"), so a name that would
+// need one is refused rather than written.
 var accountName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // ValidAccountName reports whether name can be written as an account name in accounts.conf.
@@ -24,8 +24,8 @@ func ValidAccountName(name string) bool { return accountName.MatchString(name) }
 var serverBcrypt = regexp.MustCompile(`^\$2[abxy]\$\d{2}\$`)
 
 // CheckHash accepts a bcrypt hash the server will also recognise as one. A bogus hash passes
-// both `nats-server -t` and NewServer (NATS-FACTS §1), and "$2$04$…" is a hash to Go's bcrypt
-// but a plaintext password to the server: both tests are needed.
+// both `nats-server -t` and NewServer (docs/nats.md, "Validating a configuration"), and "$2$04$…"
+// is a hash to Go's bcrypt but a plaintext password to the server: both tests are needed.
 func CheckHash(h string) error {
 	if !serverBcrypt.MatchString(h) {
 		return errors.New("is not a bcrypt hash (it does not start $2a$, $2b$, $2x$ or $2y$ and a two-digit cost)")

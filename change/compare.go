@@ -18,6 +18,7 @@ func compareStreams(have, want jetstream.StreamConfig) []Field {
 	h, w := normalStream(have), normalStream(want)
 	fields := compareStructs(reflect.ValueOf(h), reflect.ValueOf(w), map[string]bool{"name": true})
 	markReplaces(fields, streamReplaceRules, h, w)
+	markDiscards(fields, h, w)
 	return fields
 }
 
@@ -26,7 +27,8 @@ func compareStreams(have, want jetstream.StreamConfig) []Field {
 func compareConsumers(have Consumer, want *jetstream.ConsumerConfig) ([]Field, []string) {
 	var notes []string
 	// Where an existing consumer starts is its history: the server refuses to change it, and
-	// reasserting it would replay or skip what it already delivered (seed 003).
+	// reasserting it would replay or skip what it already delivered (docs/history.md, "A control
+	// plane crash-looping on a consumer it could not move").
 	want.DeliverPolicy = have.Config.DeliverPolicy
 	want.OptStartSeq = have.Config.OptStartSeq
 	want.OptStartTime = have.Config.OptStartTime
@@ -36,7 +38,8 @@ func compareConsumers(have Consumer, want *jetstream.ConsumerConfig) ([]Field, [
 		// The server will not move a delivery subject while a subscriber is bound, and answers
 		// "consumer name already in use". Bound is a machine listening; moving it would need
 		// its grant for the new subject first, which travels in the user list applied later.
-		// So it keeps the subject that works, and that is said (seed 003).
+		// So it keeps the subject that works, and that is said (docs/history.md, "A control plane
+		// crash-looping on a consumer it could not move").
 		notes = append(notes, KeepsSubject(have.Stream, have.Name, h.DeliverSubject, w.DeliverSubject))
 		want.DeliverSubject = have.Config.DeliverSubject
 		w.DeliverSubject = h.DeliverSubject

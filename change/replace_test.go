@@ -61,7 +61,7 @@ func TestTheReplaceRulesAreTheServers(t *testing.T) {
 		}
 		covered[c.field] = covered[c.field] || c.forces
 		if c.field == "mirror" {
-			continue // needs an origin stream; NATS-FACTS §5
+			continue // needs an origin stream; docs/nats.md, "Streams"
 		}
 		// A stream is sealed by an update, never made sealed.
 		unsealed := c.have

@@ -30,7 +30,8 @@ import (
 type Account struct {
 	Name string
 	// JetStream is true for the mesh's account alone: a module's account with JetStream of its
-	// own would answer its users' pulls and info requests from an empty store (docs/nats.md, "Traps").
+	// own would answer its users' pulls and info requests from an empty store (docs/nats.md,
+	// "Traps").
 	JetStream bool
 	// Users are the usernames living in the account.
 	Users []string
@@ -55,7 +56,8 @@ type Export struct {
 	Kind    ExportKind
 	Subject string
 	// ResponseStream is set for a service answered by more than one message (a pull of a batch):
-	// a singleton export delivers the first and strands the rest until AckWait (docs/nats.md, "Traps").
+	// a singleton export delivers the first and strands the rest until AckWait (docs/nats.md,
+	// "Traps").
 	ResponseStream bool
 	Accounts       []string
 }
@@ -77,7 +79,8 @@ type meshExport struct {
 	responseStream bool
 }
 
-// meshExports are the kinds of docs/nats.md's "What each flow needs", in the order they are written.
+// meshExports are the kinds of the table in docs/nats.md, "What each flow needs", in the order they
+// are written.
 var meshExports = []meshExport{
 	{ServiceExport, ModuleEvent("*", ">"), false},
 	{ServiceExport, SeatEvent("*", ">"), false},
@@ -204,7 +207,8 @@ func (c *compilation) isolate() {
 				fromMesh(StreamExport, s, e)
 			}
 		}
-		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md, "Traps").
+		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md,
+		// "Traps").
 		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
 	}
 

@@ -76,7 +76,7 @@ func TestAnAccountPerPrincipal(t *testing.T) {
 // Imports are exactly the grants: each import is a grant its user holds (a tool served by the
 // source account, for a wildcard grant), each grant that leaves the account is imported, and each
 // export names exactly the accounts that import under it. One import more and an answer could be
-// steered onto a subject the user may not publish (NATS-FACTS §12).
+// steered onto a subject the user may not publish (docs/nats.md, "What accounts do not block").
 func TestImportsAreExactlyTheGrants(t *testing.T) {
 	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
 	served := map[string]string{} // tool → serving account

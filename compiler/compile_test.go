@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/tools/txtar"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
@@ -55,8 +56,9 @@ func TestUsersComeInSpecOrder(t *testing.T) {
 	}
 }
 
-// Each kind of user gets exactly what its declaration needs. These are SPEC §2's grants written
-// out, so a derivation that widens or narrows one fails here before it reaches a bus.
+// Each kind of user gets exactly what its declaration needs. These are the grants of
+// docs/catalogue.md, "Permissions", written out, so a derivation that widens or narrows one fails
+// here before it reaches a bus.
 func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
 	cases := []struct {
@@ -133,8 +135,8 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 	}
 }
 
-// To the server an empty allow list means everything (NATS-FACTS §10): a user with nothing to
-// publish must be written deny [">"], never allow [].
+// To the server an empty allow list means everything (docs/nats.md, "An empty allow list means
+// everything"): a user with nothing to publish must be written deny [">"], never allow [].
 func TestAUserWithNothingToPublishIsDeniedEverything(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
 	u := user(t, p, "mod.anchor.registry") // holds a seat that accepts work: it has grants
@@ -277,23 +279,13 @@ func TestUserDuplicate(t *testing.T) {
 	if n := countRule(findings, RuleUserDuplicate); n != 0 {
 		t.Fatalf("user-duplicate fired on a catalogue without duplicates: %v", findings)
 	}
+	// The archive says beside each duplicate the finding it must give.
+	a, err := txtar.ParseFile("testdata/user-duplicate.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, findings = compileArchive(t, "testdata/user-duplicate.txtar")
-	dups := rule(findings, RuleUserDuplicate)
-	if len(dups) != 2 {
-		t.Fatalf("want a duplicated machine and a module listed twice on one machine, got %v", findings)
-	}
-	// The later place is the finding; the earlier is named as related.
-	for _, f := range dups {
-		if len(f.Related) != 1 || f.Related[0].Pos.Compare(f.Pos) >= 0 {
-			t.Errorf("%v: the finding must point at the later place and name the earlier", f)
-		}
-	}
-	if !strings.Contains(dups[0].Message, "mod.anchor.catalog") || dups[0].Pos.Line != 3 {
-		t.Errorf("first duplicate: %v", dups[0])
-	}
-	if !strings.Contains(dups[1].Message, "node.anchor") || dups[1].Pos.Line != 4 {
-		t.Errorf("second duplicate: %v", dups[1])
-	}
+	cataloguetest.Check(t, findings, cataloguetest.Wants(t, a))
 }
 
 func TestCredentialMissing(t *testing.T) {

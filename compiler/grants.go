@@ -17,6 +17,10 @@ type Grant struct {
 	Source catalogue.Pos `json:"source"`
 	// Because says in words what the declaration is ("emits built", "calls catalog.lookup").
 	Because string `json:"because"`
+	// Means says in the catalogue's words what the grant lets its user do, as what follows
+	// "may": "call catalog's tool lookup", "read its own consumer EVENTS/anchor_catalog" — what a
+	// review leads with, so a reviewer never has to read a $JS.ACK subject back into a consumer.
+	Means string `json:"means"`
 	// Module is the module whose subject this is (its event, its tool), "*" for every module's,
 	// "" for a subject in no module's namespace: recorded as derived, so nothing parses a
 	// subject back apart to find out whose it is.
@@ -47,21 +51,51 @@ type Grants struct {
 // granted collects a user's grants while the compiler derives them.
 type granted []Grant
 
-func (g *granted) add(source catalogue.Pos, because string, subjects ...string) {
-	g.addOf("", source, because, subjects...)
+func (g *granted) add(source catalogue.Pos, because, means string, subjects ...string) {
+	g.addOf("", source, because, means, subjects...)
 }
 
 // addOf adds grants of subjects in one module's namespace.
-func (g *granted) addOf(module string, source catalogue.Pos, because string, subjects ...string) {
+func (g *granted) addOf(module string, source catalogue.Pos, because, means string, subjects ...string) {
 	for _, s := range subjects {
-		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Module: module})
+		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module})
 	}
 }
 
+// What grants mean, in the words of the catalogue, where several declarations share a meaning.
+const ownInbox = "receive answers in its own inbox"
+
+func submits(seat, kind string) string { return "submit " + kind + " work to seat " + seat }
+
+func calls(module, tool string) string { return "call " + module + "'s tool " + tool }
+
+// reads is what consuming an entry means: "read registry's image.pushed", "read every event of
+// seat mesh-build-machine".
+func (c Consumed) reads() string {
+	whose := c.Emitter + "'s"
+	if c.Seat {
+		whose = "seat " + whose
+	}
+	switch {
+	case c.Emitter == "":
+		return "read every event"
+	case c.All && c.Seat:
+		return "read every event of seat " + c.Emitter
+	case c.All:
+		return "read every event of " + c.Emitter
+	}
+	return "read " + whose + " " + c.Event
+}
+
+// readsOwn is what a consumer's pull, info and ack grants mean: reading one consumer.
+func readsOwn(stream, consumer string) string {
+	return "read its own consumer " + stream + "/" + consumer
+}
+
 // addQueued adds subscribe grants in one module's namespace, each in queue group queue only.
-func (g *granted) addQueued(module, queue string, source catalogue.Pos, because string, subjects ...string) {
+func (g *granted) addQueued(module, queue string, source catalogue.Pos, because, means string, subjects ...string) {
 	for _, s := range subjects {
-		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Module: module, Queue: queue})
+		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module, Queue: queue})
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 // ControllerUser is the control plane's username: always present, always first.
 const ControllerUser = "mesh-controller"
 
-// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames of SPEC §2.
+// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames (docs/catalogue.md,
+// "Users").
 func NodeUser(node string) string               { return "node." + node }
 func ModuleUserName(node, module string) string { return "mod." + node + "." + module }
 func EnrolmentUser(node string) string          { return "enrol." + node }
@@ -90,7 +91,7 @@ func Inbox(user string) string { return InboxPrefix(user) + ".>" }
 
 // InboxPrefix is the inbox prefix a user's client connects with (nats.go's CustomInboxPrefix,
 // the NATS CLI's --inbox-prefix): the only replies its grant lets it subscribe. A client on the
-// library's default prefix is refused its first subscription (NATS-FACTS §11).
+// library's default prefix is refused its first subscription (docs/nats.md, "Inbox prefixes").
 func InboxPrefix(user string) string { return "_INBOX." + user }
 
 // SiblingInboxes are the inboxes of every instance of a module, on any machine: where an instance
@@ -110,10 +111,12 @@ const ServiceRepliesPrefix = "_R_."
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }
 
 // EnrolmentAnswers is where the controller answers an enrolling machine: the enrolment user's own
-// inbox, whose address the request carries in its payload (NATS-FACTS §10).
+// inbox, whose address the request carries in its payload (docs/nats.md, "A stream answers the
+// requests it captures").
 func EnrolmentAnswers(node string) string { return Inbox(EnrolmentUser(node)) }
 
-// The JetStream API and ack subjects a consumer's user needs (NATS-FACTS §6).
+// The JetStream API and ack subjects a consumer's user needs (docs/nats.md, "What a consumer's user
+// needs").
 
 // PullNext is the request that pulls the next messages of a pull consumer.
 func PullNext(stream, consumer string) string {
@@ -152,8 +155,8 @@ func AckV2(stream, consumer string) string {
 const JetStreamSubjects = "$JS.>"
 
 // JetStreamInfo is the JetStream API's account-info request. An account without JetStream must
-// import it from the account that has it, or the server answers every request of its users
-// twice (NATS-FACTS §12).
+// import it from the account that has it, or the server answers every request of its users twice
+// (docs/nats.md, "Traps").
 const JetStreamInfo = "$JS.API.INFO"
 
 // The mesh's own streams.
@@ -164,8 +167,8 @@ const (
 )
 
 // ApplyBucket is the key-value bucket where meshc apply keeps, on the bus, what must outlive
-// one run: the lock that lets one apply at a time change the bus, and the resume point of each
-// consumer being replaced. On the bus rather than a machine, because two applies may run from
+// one run: the lock that lets one apply at a time change the bus. (A replaced consumer's resume
+// point lives on its stream instead: change/resume.go.) On the bus rather than a machine, because two applies may run from
 // two machines, and a killed apply's rerun may run anywhere.
 const ApplyBucket = "meshc"
 

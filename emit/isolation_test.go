@@ -59,7 +59,7 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 			t.Fatalf("account %s: %v", a.Name, err)
 		}
 		if acc.JetStreamEnabled() != (a.Name == plan.Account) {
-			t.Errorf("account %s has JetStream %v: only the mesh's account may (NATS-FACTS §12)", a.Name, acc.JetStreamEnabled())
+			t.Errorf("account %s has JetStream %v: only the mesh's account may (docs/nats.md#traps)", a.Name, acc.JetStreamEnabled())
 		}
 	}
 }

@@ -3,6 +3,7 @@ package emit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,10 +17,12 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // writeServerConfig writes accounts.conf and a server configuration beside it that includes it by
-// a relative path, as an operator's would (an absolute include path breaks: NATS-FACTS §1).
+// a relative path, as an operator's would (an absolute include path breaks: docs/nats.md, "Includes
+// and variables").
 func writeServerConfig(t *testing.T, accounts []byte) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -35,7 +38,8 @@ func writeServerConfig(t *testing.T, accounts []byte) string {
 }
 
 // checkConfig checks a configuration both ways the server does: `nats-server -t` (where a warning
-// is a failure) and NewServer, which validates what -t skips (NATS-FACTS §2).
+// is a failure) and NewServer, which validates what -t skips (docs/nats.md, "Validating a
+// configuration").
 func checkConfig(path string) (*server.Options, error) {
 	strict := &server.Options{CheckConfig: true}
 	if err := strict.ProcessConfigFile(path); err != nil {
@@ -139,13 +143,14 @@ func TestServerAcceptsAccounts(t *testing.T) {
 	if m, err := heartbeats.NextMsg(200 * time.Millisecond); err == nil {
 		t.Errorf("a publish outside the grant arrived: %s %q", m.Subject, m.Data)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for !(violated("node.anchor", "mesh.control.heartbeat.laptop") && violated("person.carol", "mesh.control.heartbeat.carol")) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no permissions violation for the publishes outside the grants: %v", violations)
+	testwait.ForNil(t, "a permissions violation for each publish outside the grants", 2*time.Second, func() error {
+		if violated("node.anchor", "mesh.control.heartbeat.laptop") && violated("person.carol", "mesh.control.heartbeat.carol") {
+			return nil
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Errorf("violations seen: %v", violations)
+	})
 	if violated("node.anchor", "mesh.control.heartbeat.anchor") {
 		t.Error("the allowed heartbeat was reported as a violation")
 	}

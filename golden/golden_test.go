@@ -28,25 +28,42 @@ func TestCheckAndWrite(t *testing.T) {
 		t.Fatalf("just written, still stale: %+v", stale)
 	}
 
-	// Unchanged files are not rewritten, so their modification time means something.
-	before, _ := os.Stat(filepath.Join(dir, "a.txt"))
-	time.Sleep(10 * time.Millisecond)
+	// Unchanged files are not rewritten, so their modification time means something. Both are
+	// dated an hour back first: a rewrite dates a file now, however fast the machine.
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	modified := func(name string) bool {
+		t.Helper()
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !fi.ModTime().Equal(past)
+	}
+	for _, f := range files {
+		if err := os.Chtimes(filepath.Join(dir, f.Name), past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
 	changed := []File{{"a.txt", []byte("alpha\n")}, {"b.txt", []byte("one\nTWO\nthree\n")}}
 	wrote, err = Write(dir, changed)
 	if err != nil || len(wrote) != 1 || wrote[0] != "b.txt" {
 		t.Fatalf("Write of one changed file = %v, %v", wrote, err)
 	}
-	after, _ := os.Stat(filepath.Join(dir, "a.txt"))
-	if !after.ModTime().Equal(before.ModTime()) {
+	if modified("a.txt") {
 		t.Error("an unchanged golden file was rewritten")
 	}
+	if !modified("b.txt") {
+		t.Error("the rewritten golden file kept its old modification time: the check above could not fail")
+	}
 
-	// A stale file's diff is a unified diff showing exactly the changed line.
+	// A stale file's diff is a unified diff showing exactly the changed line, its headers naming
+	// the golden file where it is (the directory's path and the file's), not the bare name.
 	stale, _ = Check(dir, []File{{"b.txt", []byte("one\n2\nthree\n")}})
 	if len(stale) != 1 {
 		t.Fatalf("want one stale file, got %+v", stale)
 	}
-	for _, want := range []string{"--- a/b.txt", "+++ b/b.txt", "-TWO", "+2"} {
+	shown := filepath.ToSlash(filepath.Join(dir, "b.txt"))
+	for _, want := range []string{"--- a/" + shown + "\n", "+++ b/" + shown + "\n", "-TWO", "+2"} {
 		if !strings.Contains(stale[0].Diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, stale[0].Diff)
 		}

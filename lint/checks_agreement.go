@@ -168,7 +168,7 @@ func (l *linter) checkAgreement() {
 func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter string) {
 	// A broken emitter's consumers were not checked against it (doubtful), so they cannot be
 	// said to hear nothing.
-	if l.ok(e) && !l.doubtful[emitter] && !heard.matches(subject) {
+	if l.ok(e) && !l.doubtful[emitter] && !l.unread && !heard.matches(subject) {
 		l.report(ruleEventUnheard, e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
 			catalogue.Excerpt(emitter), catalogue.Excerpt(e.Value), catalogue.Excerpt(subject), quote(catalogue.Excerpt(emitter+"."+e.Value)))
 	}
@@ -188,8 +188,8 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 	}
 	emitter, _, _ := strings.Cut(t.Value, ".")
 	c := compiler.Consume(ix, t.Value)
-	if !c.Seat && l.doubtful[emitter] {
-		return // the emitter's declaration is broken, and has its finding
+	if !c.Seat && (l.doubtful[emitter] || (l.unread && ix.Modules[emitter] == nil)) {
+		return // the emitter's declaration is broken (or may be in an unread manifest), and has its finding
 	}
 	if !c.Seat && ix.Modules[emitter] == nil {
 		if to, ok := ix.Aliases[emitter]; ok {
@@ -270,8 +270,8 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 	}
 	m := l.ix.Modules[module]
 	switch {
-	case l.doubtful[module]:
-		// The module's declaration is broken, and has its finding.
+	case l.doubtful[module], m == nil && l.unread:
+		// The module's declaration is broken (or may be in an unread manifest), and has its finding.
 	case m == nil:
 		l.report(ruleCallAgreement, t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
 			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), didYouMean(module, l.modules()))

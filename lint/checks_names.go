@@ -24,13 +24,13 @@ var (
 		Why:     "The prefix is the reservation: a module taking a mesh role's name would receive the mesh's own work."}
 )
 
-// The grammars of SPEC §1. A name becomes a subject token and part of a username, so anything
-// outside these changes which subjects a permission covers: a dot adds a token, `*` and `>` are
-// wildcards, a space ends the subject.
+// The grammars of docs/catalogue.md, "Names". A name becomes a subject token and part of a
+// username, so anything outside these changes which subjects a permission covers: a dot adds a
+// token, `*` and `>` are wildcards, a space ends the subject.
 //
 // Written as byte loops rather than regular expressions: every name and event of a 10,000-module
 // catalogue passes through them, and the expressions were a visible share of lint's time.
-const maxNameLen = 63
+var maxNameLen = catalogue.NameGrammar.MaxLen
 
 // validName is [a-z][a-z0-9-]*, at most 63 characters: modules, seats, machines, people.
 func validName(v string) bool {
@@ -59,7 +59,7 @@ func validToken(v string) bool {
 }
 
 // validAccount is [A-Za-z0-9_-]+: the mesh's name, which becomes a NATS account name that the
-// config format cannot quote anything else in (NATS-FACTS §1).
+// config format cannot quote anything else in (docs/nats.md, "Config quoting").
 
 func lower(c byte) bool { return c >= 'a' && c <= 'z' }
 func digit(c byte) bool { return c >= '0' && c <= '9' }

@@ -578,6 +578,35 @@ tools: [lookup, delete]
 people:
   - {name: bob, may-call: [catalog.lookup]}
 `},
+	ruleApprovalUnmatched: {
+		Base: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 720h}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
+`,
+		Before: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 1h}    # the approval below was given for 24h, not 1h
+approve:
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: max-age 24h, reason: nobody reads a day-old event}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
+`,
+		After: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 24h}
+approve:
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: max-age 24h, reason: nobody reads a day-old event}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
+`},
 	ruleContract: {
 		Base: `-- mesh.yaml --
 name: novox

@@ -16,7 +16,7 @@ import (
 //
 // The checks run from the most specific to the most general, and every finding marks the value
 // it is about: a later check skips a marked value, so one bad value gets one finding, from the
-// rule that says most precisely what to do (SPEC §3, "How the rules meet").
+// rule that says most precisely what to do (README.md, "The rules").
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 	findings, _ := Check(c, loaded)
 	return findings
@@ -91,6 +91,12 @@ type linter struct {
 	// not checked for agreement: the finding about the declaration is the cause, and a second
 	// one at every reference ("add modules/old.yaml" for a file that exists) only buries it.
 	doubtful map[string]bool
+
+	// unread is set when a manifest could not be read at all (not YAML, a tab, a bad indent):
+	// what it declares is unknown — any module, seat, event, tool or interface — so a reference
+	// nothing else answers may be answered by it, and is not reported while it is broken. The
+	// manifest's own finding is the one finding (docs/rules.md, "yaml").
+	unread bool
 }
 
 func (l *linter) noteDoubtful() {
@@ -102,6 +108,13 @@ func (l *linter) noteDoubtful() {
 			base := path.Base(f.Pos.File)
 			l.doubtful[strings.TrimSuffix(base, path.Ext(base))] = true
 		}
+	}
+	decoded := map[string]bool{}
+	for _, m := range l.ix.Catalogue.Modules {
+		decoded[m.File] = true
+	}
+	for file := range broken {
+		l.unread = l.unread || !decoded[file]
 	}
 	for _, m := range l.ix.Catalogue.Modules {
 		if broken[m.File] || !l.ok(m.Name) {

@@ -1,11 +1,9 @@
 package lint
 
 import (
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -17,129 +15,12 @@ import (
 )
 
 // The rule tests are catalogues in testdata/rules/*.txtar whose offending lines say what they
-// expect, in the style of golang.org/x/tools' analysistest:
+// expect (cataloguetest's `# want` comments):
 //
 //	emits: [Built]   # want @Built "name: not an event name"
 //
-// Each expectation is an optional anchor and a Go-quoted "rule: regexp". The anchor fixes the
-// column: @word or @"some text" is where that text first starts on the line, a bare @7 is
-// column 7; without one the finding must carry no column. ~"file:line:col" after an expectation lists a
-// related place, in order; without any, the finding must have none. A whole-line comment
-// `# want-file "rule: regexp"` expects a finding about the file itself (no line).
-//
 // Every finding must be wanted and every want found: a check that fires where it should not is
 // caught as surely as one that stays quiet where it should fire.
-
-type want struct {
-	file      string
-	line, col int
-	rule      string
-	re        *regexp.Regexp
-	related   []string
-	// text is the expectation as written, for failure messages.
-	text string
-}
-
-func (w want) String() string {
-	return fmt.Sprintf("%s:%d:%d: %s", w.file, w.line, w.col, w.text)
-}
-
-var wantRE = regexp.MustCompile(`#\s*want(-file)?\s`)
-
-// parseWants reads every expectation in an archive's files.
-func parseWants(t *testing.T, a *txtar.Archive) []*want {
-	t.Helper()
-	var out []*want
-	for _, f := range a.Files {
-		for i, line := range strings.Split(string(f.Data), "\n") {
-			loc := wantRE.FindStringSubmatchIndex(line)
-			if loc == nil {
-				continue
-			}
-			content, rest := line[:loc[0]], line[loc[1]:]
-			fileLevel := loc[2] >= 0
-			ws, err := parseExpectations(f.Name, i+1, content, rest, fileLevel)
-			if err != nil {
-				t.Fatalf("%s:%d: %v", f.Name, i+1, err)
-			}
-			out = append(out, ws...)
-		}
-	}
-	return out
-}
-
-func parseExpectations(file string, line int, content, rest string, fileLevel bool) ([]*want, error) {
-	var out []*want
-	col := 0
-	for rest = strings.TrimSpace(rest); rest != ""; rest = strings.TrimSpace(rest) {
-		switch rest[0] {
-		case '@':
-			quoted := strings.HasPrefix(rest[1:], `"`)
-			anchor, tail, err := word(rest[1:])
-			if err != nil {
-				return nil, err
-			}
-			if n, err := strconv.Atoi(anchor); err == nil && !quoted {
-				col = n
-			} else if i := strings.Index(content, anchor); i >= 0 {
-				col = i + 1
-			} else {
-				return nil, fmt.Errorf("anchor %q is not on the line", anchor)
-			}
-			rest = tail
-		case '~':
-			pos, tail, err := word(rest[1:])
-			if err != nil {
-				return nil, err
-			}
-			if len(out) == 0 {
-				return nil, fmt.Errorf("~%q follows no expectation", pos)
-			}
-			last := out[len(out)-1]
-			last.related = append(last.related, pos)
-			rest = tail
-		default:
-			text, tail, err := word(rest)
-			if err != nil {
-				return nil, err
-			}
-			rule, expr, ok := strings.Cut(text, ":")
-			expr = strings.TrimPrefix(expr, " ")
-			if !ok {
-				return nil, fmt.Errorf("expectation %q is not \"rule: regexp\"", text)
-			}
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return nil, err
-			}
-			w := &want{file: file, line: line, col: col, rule: rule, re: re, text: text}
-			if fileLevel {
-				w.line, w.col = 0, 0
-			}
-			out = append(out, w)
-			col = 0
-			rest = tail
-		}
-	}
-	return out, nil
-}
-
-// word reads one Go-quoted string or one bare word.
-func word(s string) (string, string, error) {
-	if s != "" && (s[0] == '"' || s[0] == '`') {
-		q, err := strconv.QuotedPrefix(s)
-		if err != nil {
-			return "", "", err
-		}
-		v, err := strconv.Unquote(q)
-		return v, s[len(q):], err
-	}
-	end := strings.IndexAny(s, " \t")
-	if end < 0 {
-		end = len(s)
-	}
-	return s[:end], s[end:], nil
-}
 
 // lintArchive lays out an archive as a catalogue and lints it.
 func lintArchive(t *testing.T, a *txtar.Archive) catalogue.Findings {
@@ -152,43 +33,15 @@ func lintArchive(t *testing.T, a *txtar.Archive) catalogue.Findings {
 	return Run(c, loaded)
 }
 
-// check asserts that findings are exactly the wanted ones.
-func check(t *testing.T, findings catalogue.Findings, wants []*want) {
+// check asserts that findings are exactly the wanted ones, each with its rule's severity.
+func check(t *testing.T, findings catalogue.Findings, wants []*cataloguetest.Want) {
 	t.Helper()
-	matched := make([]bool, len(wants))
 	for _, f := range findings {
-		if f.Suppressed != nil {
-			continue // silenced by the catalogue: not reported, so not wanted
-		}
-		if r := Lookup(f.Rule); r == nil || r.Severity != f.Severity {
+		if r := Lookup(f.Rule); f.Suppressed == nil && (r == nil || r.Severity != f.Severity) {
 			t.Errorf("%s: severity %v is not the rule table's", f, f.Severity)
 		}
-		var related []string
-		for _, r := range f.Related {
-			related = append(related, r.Pos.String())
-		}
-		i := -1
-		for j, w := range wants {
-			if !matched[j] && w.file == f.Pos.File && w.line == f.Pos.Line && w.col == f.Pos.Col &&
-				w.rule == f.Rule && w.re.MatchString(f.Message) {
-				i = j
-				break
-			}
-		}
-		if i < 0 {
-			t.Errorf("unexpected finding: %s", f)
-			continue
-		}
-		matched[i] = true
-		if !slices.Equal(related, wants[i].related) {
-			t.Errorf("%s: related %q, want %q", f, related, wants[i].related)
-		}
 	}
-	for i, w := range wants {
-		if !matched[i] {
-			t.Errorf("no finding matched %s", w)
-		}
-	}
+	cataloguetest.Check(t, findings, wants)
 }
 
 func TestRules(t *testing.T) {
@@ -202,7 +55,7 @@ func TestRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, lintArchive(t, a), parseWants(t, a))
+			check(t, lintArchive(t, a), cataloguetest.Wants(t, a))
 		})
 	}
 }
@@ -225,8 +78,8 @@ func TestEveryRuleFires(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range parseWants(t, a) {
-			wanted[w.rule] = true
+		for _, w := range cataloguetest.Wants(t, a) {
+			wanted[w.Rule] = true
 		}
 	}
 	for _, r := range Rules {
@@ -236,10 +89,13 @@ func TestEveryRuleFires(t *testing.T) {
 	}
 }
 
-// The grammars of SPEC §1, written as byte loops, checked against the expressions they replace.
+// The grammars of docs/catalogue.md, "Names", written as byte loops, checked against the
+// expressions the JSON Schemas carry (catalogue's Grammar values): lint and an editor judge a
+// name alike.
 func TestGrammarsMatchTheirExpressions(t *testing.T) {
-	name := regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
-	token := regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	name := regexp.MustCompile(catalogue.NameGrammar.Pattern)
+	token := regexp.MustCompile(catalogue.TokenGrammar.Pattern)
+	event := regexp.MustCompile(catalogue.EventGrammar.Pattern)
 	for _, v := range []string{"", "a", "a-b", "a_b", "A", "1a", "a1", "-a", "_a", "a.b", "a b", "é", "a*", "mesh-broker",
 		"node-x", "UPPER", "x-", "0", "a--b", strings.Repeat("a", 63), strings.Repeat("a", 64)} {
 		if got, want := validName(v), len(v) <= 63 && name.MatchString(v); got != want {
@@ -247,6 +103,11 @@ func TestGrammarsMatchTheirExpressions(t *testing.T) {
 		}
 		if got, want := validToken(v), token.MatchString(v); got != want {
 			t.Errorf("validToken(%q) = %v, want %v", v, got, want)
+		}
+		for _, e := range []string{v, v + ".x", "x." + v, v + "." + v} {
+			if got, want := validEvent(e), event.MatchString(e); got != want {
+				t.Errorf("validEvent(%q) = %v, want %v", e, got, want)
+			}
 		}
 	}
 }
@@ -277,7 +138,8 @@ func TestBreaks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			breaks := breaksOf(t, a)
+			against := againstOf(t, a)
+			breaks := Breaks(against)
 			var findings catalogue.Findings
 			for _, b := range breaks {
 				if b.Approval != nil {
@@ -285,7 +147,8 @@ func TestBreaks(t *testing.T) {
 				}
 				findings = append(findings, b.Finding)
 			}
-			check(t, findings, parseWants(t, side(a, "head/")))
+			findings = append(findings, UnmatchedApprovals(against, breaks)...)
+			check(t, findings, cataloguetest.Wants(t, side(a, "head/")))
 		})
 	}
 }
@@ -315,12 +178,17 @@ func loadSide(t *testing.T, a *txtar.Archive) Side {
 	return Side{Index: ix, Plan: p}
 }
 
-func breaksOf(t *testing.T, a *txtar.Archive) []Break {
+func againstOf(t *testing.T, a *txtar.Archive) Against {
 	t.Helper()
-	return Breaks(Against{
+	return Against{
 		Base: loadSide(t, side(a, "base/")), Head: loadSide(t, side(a, "head/")),
 		BasePos: func(p catalogue.Pos) catalogue.Pos { p.File = "base/" + p.File; return p },
-	})
+	}
+}
+
+func breaksOf(t *testing.T, a *txtar.Archive) []Break {
+	t.Helper()
+	return Breaks(againstOf(t, a))
 }
 
 // An approval in the head's mesh.yaml accepts the break it names, and only that one: the
@@ -339,7 +207,7 @@ streams:
   events: {max-age: 24h}
   nodes: {max-age: 24h, storage: memory}
 approve:
-  - {rule: retention, on: EVENTS, reason: events older than a day are never read}
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: "max-age  24h", reason: events older than a day are never read}
   - {rule: replay, on: NODES, reason: the wrong rule approves nothing}
 -- head/modules/m.yaml --
 module: m
@@ -385,5 +253,5 @@ approve:
 -- modules/m.yaml --
 module: m
 `))
-	check(t, lintArchive(t, a), parseWants(t, a))
+	check(t, lintArchive(t, a), cataloguetest.Wants(t, a))
 }

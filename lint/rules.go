@@ -47,6 +47,7 @@ var Rules = []*Rule{
 	ruleRetention,
 	ruleWidening,
 	ruleContract,
+	ruleApprovalUnmatched,
 	ruleCredentialInvalid,
 	ruleIgnore,
 }

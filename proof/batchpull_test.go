@@ -9,8 +9,8 @@ import (
 
 // A pull of a batch crosses from a module's account into the mesh's only because the pull export
 // is answered by a stream (response_type: stream): a singleton export delivers the first message
-// and strands the rest until AckWait (NATS-FACTS §12). Proven as the module's own user, with a
-// batch of three, in both isolations.
+// and strands the rest until AckWait (docs/nats.md, "Traps"). Proven as the module's own user, with
+// a batch of three, in both isolations.
 func TestABatchPullDeliversTheWholeBatch(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {

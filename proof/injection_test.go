@@ -11,15 +11,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
-// TestInjections runs each injection of NATS-FACTS §12 the way it arrives — a user sending a
-// request it is allowed to send, with a reply subject it chose — and requires it to land in one
-// account and to be blocked with an account per principal. Within one account the server
-// publishes an answer wherever its requester says, without a permission check (§10); across
-// accounts the reply travels through an import and is rewritten to `_R_.…`, so it reaches
-// nothing the requester named. None of the requests is a Permissions Violation in either mode:
-// permissions cannot see a reply subject, which is the hole.
+// TestInjections runs each injection of docs/nats.md, "What separate accounts block", the way it
+// arrives — a user sending a request it is allowed to send, with a reply subject it chose — and
+// requires it to land in one account and to be blocked with an account per principal. Within one
+// account the server publishes an answer wherever its requester says, without a permission check
+// (docs/nats.md, "A requester chooses where the answer goes"); across accounts the reply travels
+// through an import and is rewritten to `_R_.…`, so it reaches nothing the requester named. None of
+// the requests is a Permissions Violation in either mode: permissions cannot see a reply subject,
+// which is the hole.
 func TestInjections(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {
@@ -109,7 +111,7 @@ func landed(t *testing.T, lands bool, sub *nats.Subscription, want string) {
 	}
 	if lands {
 		if _, err := sub.NextMsg(3 * time.Second); err != nil {
-			t.Fatalf("in one account this injection lands (NATS-FACTS §12), yet nothing arrived on %s: %v", sub.Subject, err)
+			t.Fatalf("in one account this injection lands (docs/nats.md#what-separate-accounts-block), yet nothing arrived on %s: %v", sub.Subject, err)
 		}
 		return
 	}
@@ -122,21 +124,11 @@ func landed(t *testing.T, lands bool, sub *nats.Subscription, want string) {
 // false after a second: the answer had its chance to travel.
 func stored(t *testing.T, lands bool, what string, happened func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	if !lands {
-		deadline = time.Now().Add(time.Second)
-	}
-	for ; time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if happened() {
-			if !lands {
-				t.Fatalf("blocked in this mode, yet %s", what)
-			}
-			return
-		}
-	}
 	if lands {
-		t.Fatalf("in one account this injection lands (NATS-FACTS §12), yet it did not: %s never happened", what)
+		testwait.For(t, "what in one account this injection does (docs/nats.md#what-separate-accounts-block): "+what, 3*time.Second, happened)
+		return
 	}
+	testwait.Never(t, "blocked in this mode, yet "+what, time.Second, happened)
 }
 
 // lastMessage reads the newest message on subject in stream as a user allowed the API, or nil.

@@ -17,19 +17,20 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/testwait"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/up"
 )
 
-// TestPermissionsOnARealServer proves SPEC §2 "Permissions" against a real nats-server: every
-// grant the compiler derives does what its holder needs, and a set of things no declaration grants
-// is refused by the server. The subjects are written out as SPEC §2 derives them, not taken from
-// the compiler's own helpers, so a drift between the page and the code fails here too.
+// TestPermissionsOnARealServer proves docs/catalogue.md, "Permissions", against a real nats-server:
+// every grant the compiler derives does what its holder needs, and a set of things no declaration
+// grants is refused by the server. The subjects are written out as that page derives them, not
+// taken from the compiler's own helpers, so a drift between the page and the code fails here too.
 //
 // A refusal is proven by the server's "Permissions Violation" for that subject, never by a
 // request that merely timed out: a timeout with no violation means the request was allowed and
-// nobody answered (NATS-FACTS §10). A grant is proven by the thing working and the connection
-// having seen no violation at all.
+// nobody answered (docs/nats.md, "Denials arrive asynchronously"). A grant is proven by the thing
+// working and the connection having seen no violation at all.
 //
 // It runs in both isolations: the grants and refusals are the users' own and stay inside every
 // account, so an account per module changes none of them (docs/nats.md, "Accounts, exports and
@@ -129,7 +130,8 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 			answerTo := enrol.nc.NewInbox() // _INBOX.enrol.laptop.<nuid>, from the inbox prefix
 			answers := enrol.subscribes(t, answerTo)
 			// The answer address travels in the payload: the transport reply of a request CONTROL
-			// captures is taken by the stream's PubAck (NATS-FACTS §10).
+			// captures is taken by the stream's PubAck (docs/nats.md, "A stream answers the
+			// requests it captures").
 			request, _ := json.Marshal(map[string]string{"answer": answerTo})
 			enrol.publishesAndIsStoredWith(t, "mesh.control.enrol.laptop", "CONTROL", string(request))
 			got := controller.pullsAndAcksTwice(t, "CONTROL", "enrolments", string(request))
@@ -254,8 +256,9 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 
 // TestAckGrantsCoverTheNewerAckForm proves the second ack grant, `$JS.ACK.*.*.S.C.>`: with
 // js_ack_fc_v2 on, a server sends `$JS.ACK.<domain>.<account hash>.S.C.…` as the reply of every
-// delivery, and a v1-only grant refuses every ack (NATS-FACTS §6). The flag is off by default in
-// 2.15.2 and due to become the default, so a mesh must survive the day its server turns it on.
+// delivery, and a v1-only grant refuses every ack (docs/nats.md, "What a consumer's user needs").
+// The flag is off by default in 2.15.2 and due to become the default, so a mesh must survive the
+// day its server turns it on.
 func TestAckGrantsCoverTheNewerAckForm(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {
@@ -454,8 +457,9 @@ func (c *client) subscribes(t *testing.T, subject string) *nats.Subscription {
 // pullsAndAcksTwice binds the durable consumer of stream with the user's own grants and pulls
 // until every wanted body has arrived. Every message fetched is acknowledged twice, `+WPI` then
 // `+ACK` (waiting for the server's confirmation): with allow_responses a missing ack grant would
-// pass for one ack and fail only the second (NATS-FACTS §10). It then requires nothing awaiting
-// an ack, and returns the wanted messages in the order given.
+// pass for one ack and fail only the second (docs/nats.md, "allow_responses: one reply, two
+// minutes"). It then requires nothing awaiting an ack, and returns the wanted messages in the order
+// given.
 func (c *client) pullsAndAcksTwice(t *testing.T, stream, consumer string, want ...string) []jetstream.Msg {
 	t.Helper()
 	ctx := context5s(t)
@@ -588,7 +592,7 @@ func (c *client) serves(t *testing.T, tool string) {
 }
 
 // toolQueue is the queue group a tool's module serves it in: the module's name, the third token
-// of `mesh.mod.<module>.tool.<tool>` (SPEC §2).
+// of `mesh.mod.<module>.tool.<tool>` (docs/catalogue.md, "Serving a tool").
 func toolQueue(tool string) string { return compiler.ToolQueue(strings.Split(tool, ".")[2]) }
 
 // callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
@@ -681,18 +685,18 @@ func (c *client) violated(t *testing.T, want, what string) {
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s", c.user, what), 3*time.Second, func() error {
 		c.mu.Lock()
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {
 			c.violations = slices.Delete(c.violations, i, i+1)
 		}
 		c.mu.Unlock()
-		if i >= 0 {
-			return
+		if i < 0 {
+			return fmt.Errorf("violations seen: %v", c.seen())
 		}
-	}
-	t.Fatalf("%s: the server did not refuse %s (violations seen: %v)", c.user, what, c.seen())
+		return nil
+	})
 }
 
 // sawNoViolation requires that the server never refused this connection anything. The server

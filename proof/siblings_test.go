@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // A module's instances share the module's account in isolation, so that a call to its tool is
@@ -178,7 +179,7 @@ var siblingAttacks = []siblingAttack{
 				info := s.controller.consumerInfo(t, "EVENTS", victimConsumer)
 				return info.NumPending == 0 && info.NumAckPending == 1
 			}
-			stored(t, true, "the sibling's waiting messages were acknowledged away", gone)
+			testwait.For(t, "the sibling's waiting messages to be acknowledged away", 3*time.Second, gone)
 		},
 	},
 	{
@@ -235,15 +236,14 @@ func startSiblings(t *testing.T, isolation string) *siblings {
 	}
 	s.pending = md
 	// The consumer's count of what waits can trail the stream by a moment under load.
-	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testwait.ForNil(t, "the sibling's consumer to hold one message unacknowledged and three waiting", 3*time.Second, func() error {
 		s.before = s.controller.consumerInfo(t, "EVENTS", victimConsumer)
-		if s.before.NumAckPending == 1 && s.before.NumPending == 3 {
-			return s
+		if s.before.NumAckPending != 1 || s.before.NumPending != 3 {
+			return fmt.Errorf("it holds %d unacknowledged and %d waiting", s.before.NumAckPending, s.before.NumPending)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sibling's consumer holds %d unacknowledged and %d waiting, want 1 and 3", s.before.NumAckPending, s.before.NumPending)
-		}
-	}
+		return nil
+	})
+	return s
 }
 
 // judge requires the attack to have landed or been blocked. Landed: the sibling's consumer
@@ -256,7 +256,12 @@ func (s *siblings) judge(t *testing.T, lands, reads bool) {
 		after = s.controller.consumerInfo(t, "EVENTS", victimConsumer)
 		return after.Delivered.Consumer != s.before.Delivered.Consumer || after.AckFloor.Stream != s.before.AckFloor.Stream
 	}
-	stored(t, lands, fmt.Sprintf("%s was steered", victimConsumer), steered)
+	if lands {
+		testwait.For(t, "the attack to steer "+victimConsumer+" (docs/nats.md#one-account-per-module)", 3*time.Second, steered)
+	} else {
+		// The answer had its chance to travel.
+		testwait.Never(t, "blocked in this mode, yet "+victimConsumer+" was steered", time.Second, steered)
+	}
 	if !lands {
 		if len(s.stolen) > 0 {
 			t.Fatalf("blocked, yet %q arrived for the attacker", s.stolen[0].Data)

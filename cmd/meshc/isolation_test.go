@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +12,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // Switching a running bus from one account to an account per principal: every account the reload
-// creates has dead service imports until the server reloads again (NATS-FACTS §12), so up reloads
-// twice when the accounts file gains accounts. Proven by what a module does right after: publish
-// an event and get its PubAck (through a service import of a new account), and call a tool.
+// creates has dead service imports until the server reloads again (docs/nats.md, "Reload and scale
+// with many accounts"), so up reloads twice when the accounts file gains accounts. Proven by what a
+// module does right after: publish an event and get its PubAck (through a service import of a new
+// account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
@@ -31,8 +32,8 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
-	waitFor(t, "the apply after it", func() bool { return strings.Contains(stderr.String(), "applied: ") })
+	testwait.For(t, "the reload", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	testwait.For(t, "the apply after it", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "applied: ") })
 
 	connect := func(user string) *nats.Conn {
 		nc, err := nats.Connect(url, nats.UserInfo(user, devPassword(t, state, user)), nats.CustomInboxPrefix("_INBOX."+user))
@@ -98,16 +99,17 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
-	s, monitor := serverWithAccounts(t, conf)
+	s := serverWithAccounts(t, conf)
+	monitor := s.monitor
 
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
 	if code != 0 || !strings.Contains(errs, "the server reloaded it twice") {
 		t.Fatalf("apply --accounts --reload adding accounts: %d %s", code, errs)
 	}
-	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
 		nats.CustomInboxPrefix("_INBOX.mod.anchor.catalog"))
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +119,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 		t.Fatal(err)
 	}
 	catalog.Flush()
-	dave, err := nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", pw["person.dave"]), nats.CustomInboxPrefix("_INBOX.person.dave"))
+	dave, err := nats.Connect(s.url, nats.UserInfo("person.dave", pw["person.dave"]), nats.CustomInboxPrefix("_INBOX.person.dave"))
 	if err != nil {
 		t.Fatal(err)
 	}

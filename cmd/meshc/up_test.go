@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // syncBuffer is an io.Writer a test reads while the command writes.
@@ -59,21 +60,10 @@ func startUp(t *testing.T, dir string) *runningUp {
 		}
 	})
 	urlRE := regexp.MustCompile(`The bus is at (nats://[0-9.]+:[0-9]+)`)
-	waitFor(t, "the bus", func() bool { return urlRE.MatchString(r.stdout.String()) })
-	waitFor(t, "the watcher", func() bool { return strings.Contains(r.stderr.String(), "watching") })
+	testwait.For(t, "the bus", 20*time.Second, func() bool { return urlRE.MatchString(r.stdout.String()) })
+	testwait.For(t, "the watcher", 20*time.Second, func() bool { return strings.Contains(r.stderr.String(), "watching") })
 	r.url = urlRE.FindStringSubmatch(r.stdout.String())[1]
 	return r
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // meshc up keeps the bus running and, when a manifest changes, recomposes the accounts, reloads
@@ -107,8 +97,8 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
-	waitFor(t, "the second apply", func() bool {
+	testwait.For(t, "the reload", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
+	testwait.For(t, "the second apply", 20*time.Second, func() bool {
 		return strings.Contains(stderr.String(), "applied: 0 to create, 1 to change, 0 to replace, 0 to delete")
 	})
 
@@ -128,7 +118,7 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 	// Every user has a NATS CLI context, the added person too, and meshc itself connects through
 	// the controller's: no password is ever printed on a command line.
 	// up writes the contexts after it says "applied", so the file is waited for, not raced.
-	waitFor(t, "a context for the person added while the bus ran", func() bool {
+	testwait.For(t, "a context for the person added while the bus ran", 20*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(state, "contexts", "person.dave.json"))
 		return err == nil
 	})

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // A second meshc up on a state directory in use is refused, naming the first's PID, and does
@@ -25,7 +27,7 @@ func TestASecondUpOnOneStateDirectoryIsRefused(t *testing.T) {
 	go func() {
 		done <- runUpUntil(ctx, &invocation{stdout: &stdout, stderr: &stderr}, []string{dir, "--state", state})
 	}()
-	waitFor(t, "the first up", func() bool { return strings.Contains(stderr.String(), "watching") })
+	testwait.For(t, "the first up", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "watching") })
 
 	code, out, errs := meshc(t, "up", dir, "--once", "--state", state)
 	if want := fmt.Sprintf("another meshc up (PID %d) is using the state directory", os.Getpid()); code != exitCantRun || out != "" || !strings.Contains(errs, want) {
