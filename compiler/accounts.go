@@ -6,17 +6,18 @@ import (
 	"strings"
 )
 
-// Account isolation (mesh.yaml `isolation: account-per-module`, docs/nats.md "Accounts, exports
-// and imports").
+// Account isolation (mesh.yaml `isolation: account-per-module`, the default; docs/nats.md,
+// "Accounts, exports and imports").
 //
 // Within one account, whoever may make a request chooses where the answer goes, and the server
-// publishes it there unchecked: a pull's messages onto another module's tool, a tool's answer
-// into a seat's work queue, an empty answer into the JetStream API. Across accounts the server
-// rewrites every reply that travels through an import, so none of that lands. In this mode the
-// mesh's account keeps JetStream and the controller — an existing bus keeps its streams and
-// consumers — every module gets one account its instances share, and every other user one named
-// like the user. An answer that arrives in an account follows the account's imports without a
-// per-user check, so an account imports exactly its users' grants, no more.
+// publishes it there unchecked (docs/nats.md, "A requester chooses where the answer goes"): a
+// pull's messages onto another module's tool, a tool's answer into a seat's work queue, an empty
+// answer into the JetStream API. Across accounts the server rewrites every reply that travels
+// through an import, so none of that lands. In this mode the mesh's account keeps JetStream and
+// the controller — an existing bus keeps its streams and consumers — every module gets one
+// account its instances share, and every other user one named like the user. An answer that
+// arrives in an account follows the account's imports without a per-user check, so an account
+// imports exactly its users' grants, no more (docs/nats.md, "What accounts do not block").
 //
 // A module's instances share its account because a subject imported from several accounts is
 // delivered to every one of them: a call to a tool imported from each instance's account was
