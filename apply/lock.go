@@ -98,7 +98,10 @@ func (l *Lock) Holder() LockHolder {
 // Before making it, a user that may not write to it is found out: a request to a key's subject
 // with no bucket behind it answers "no responders" when the publish is allowed, and only times
 // out, with a Permissions Violation on the connection, when it is not. Made first, the bucket
-// would be left behind empty by a user that can never take the lock.
+// would be left behind empty by a user that can never take the lock. The probe names a stream
+// no bucket is called, so that when another apply made the bucket a moment before, the bucket's
+// stream refuses it unstored (a plain write would have stored an empty lock over its holder's)
+// and the bucket is opened after all.
 //
 // Its replica count is asked of the server: three when the server says it is in a cluster
 // (its INFO names one, whatever URLs the client was given: three naming one server, or one
@@ -110,13 +113,19 @@ func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValu
 		return kv, err
 	}
 	nc := js.Conn()
+	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
+	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = nc.RequestWithContext(pctx, "$KV."+compiler.ApplyBucket+"."+lockKey, nil)
+	answer, err := nc.RequestMsgWithContext(pctx, probe)
 	cancel()
-	if !errors.Is(err, nats.ErrNoResponders) {
-		if err == nil {
-			err = errors.New("something other than a bucket answers its subjects")
-		}
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+	case err == nil && isStreamMismatch(answer):
+		// Made meanwhile by another apply: the refusal stored nothing.
+		return js.KeyValue(ctx, compiler.ApplyBucket)
+	case err == nil:
+		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q)", answer.Data)
+	default:
 		return nil, fmt.Errorf("writing to the bucket, before making it: %w", explainRequestError(nc, err))
 	}
 	cfg := jetstream.KeyValueConfig{
@@ -139,6 +148,22 @@ func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValu
 	}
 	return kv, err
 }
+
+// probeStream is the stream the bucket probe says it expects: no stream is called that (a
+// stream name holds no '.'), so any stream that captures the probe refuses it.
+const probeStream = "meshc.probe"
+
+// isStreamMismatch reports whether a publish's answer is JetStream refusing it for naming another
+// stream (10060), which stores nothing.
+func isStreamMismatch(m *nats.Msg) bool {
+	var ack struct {
+		Error *jetstream.APIError `json:"error"`
+	}
+	return json.Unmarshal(m.Data, &ack) == nil && ack.Error != nil && ack.Error.ErrorCode == errStreamNotMatch
+}
+
+// errStreamNotMatch is the server's "expected stream does not match" (JSStreamNotMatchErr).
+const errStreamNotMatch jetstream.ErrorCode = 10060
 
 // AcquireLock takes the bus's apply lock, waiting up to opts.Wait for another apply's. The lock
 // is a key created only if absent (a compare-and-set on the bus), so two applies starting at

@@ -270,3 +270,40 @@ func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
 		}
 	}
 }
+
+// The probe that finds out whether a user may write the bucket stores nothing in a bucket that
+// exists: made a moment before by another apply, the bucket refuses it, where a plain write would
+// have put an empty record over the lock its holder had just taken.
+func TestTheBucketProbeWritesNothingIntoABucketThatExists(t *testing.T) {
+	s := runServer(t)
+	_, js := connect(t, s.ClientURL())
+	held, err := AcquireLock(t.Context(), js, LockOptions{Holder: "the first apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	before, err := js.Stream(t.Context(), compiler.ApplyBucketStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a second apply would when the bucket appeared between its lookup and its probe.
+	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
+	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+	answer, err := js.Conn().RequestMsg(probe, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isStreamMismatch(answer) {
+		t.Fatalf("the bucket's stream answered the probe %q, not a refusal", answer.Data)
+	}
+	after, err := js.Stream(t.Context(), compiler.ApplyBucketStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := after.CachedInfo().State.LastSeq, before.CachedInfo().State.LastSeq; got != want {
+		t.Fatalf("the probe was stored: last sequence %d → %d", want, got)
+	}
+	if h := held.Holder(); h.Holder != "the first apply" {
+		t.Fatalf("the lock changed hands: %+v", h)
+	}
+}

@@ -27,7 +27,7 @@ func BenchmarkAgainst(b *testing.B) {
 		base, head := pullRequest(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				for _, dir := range []string{base, head} {
 					c, loaded, err := catalogue.Load(dir)
@@ -43,7 +43,7 @@ func BenchmarkAgainst(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=plan", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				planAgainst(b, head, base)
 			}
@@ -51,7 +51,7 @@ func BenchmarkAgainst(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=lint", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				lintAgainst(b, head, base)
 			}

@@ -30,7 +30,7 @@ func BenchmarkPipeline(b *testing.B) {
 		dir := writeCatalogue(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				if err := decodeYAML(dir); err != nil {
 					b.Fatal(err)
@@ -40,7 +40,7 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=lint", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				lintPath(b, dir)
 			}
@@ -48,7 +48,7 @@ func BenchmarkPipeline(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("n=%d/impl=emit", n), func(b *testing.B) {
 			b.ReportAllocs()
-			report := cpuTime(b)
+			report := reportCPU(b)
 			for b.Loop() {
 				emitPath(b, dir)
 			}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,24 +48,16 @@ func writeCatalogue(b *testing.B, n int) string {
 	return dir
 }
 
-// cpuTime starts counting the CPU time the process spends, on every thread, and returns the
+// reportCPU starts counting the CPU time the process spends, on every thread, and returns the
 // function that reports it per iteration as cpu-ns/op. On a machine whose cores are shared with
 // other work, a parallel program's wall time stretches with the load while the CPU time it
 // spends hardly moves: the ratio of CPU times says what each side costs when the wall-time ratio
 // is noise. Call the returned function right after the loop.
-func cpuTime(b *testing.B) (report func()) {
-	start := processCPU()
+func reportCPU(b *testing.B) (report func()) {
+	start := cpuTime()
 	return func() {
-		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
 	}
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // unexpected drops the one finding every synthetic catalogue has: it has no credentials.yaml

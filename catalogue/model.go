@@ -63,7 +63,7 @@ type Mesh struct {
 	Aliases     []Alias
 	SharedNames []Text
 	Streams     Streams
-	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationShared.
+	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationPerModule.
 	Isolation Text
 	// Auth is AuthPassword or AuthNKey; empty means AuthPassword.
 	Auth Text
@@ -101,7 +101,8 @@ type Approval struct {
 const (
 	// IsolationShared puts every bus user in the mesh's one account.
 	IsolationShared = "shared-account"
-	// IsolationPerModule gives every principal but the controller an account of its own.
+	// IsolationPerModule gives every module an account its instances share, and every other
+	// principal but the controller an account of its own: the default.
 	IsolationPerModule = "account-per-module"
 	// AuthPassword: each user connects with a name and a password, recorded as a bcrypt hash.
 	AuthPassword = "password"
@@ -109,8 +110,9 @@ const (
 	AuthNKey = "nkey"
 )
 
-// PerModule reports whether the mesh gives every principal an account of its own.
-func (m *Mesh) PerModule() bool { return m.Isolation.Value == IsolationPerModule }
+// PerModule reports whether the mesh gives every module and every other principal an account of
+// its own: unless mesh.yaml says shared-account.
+func (m *Mesh) PerModule() bool { return m.Isolation.Value != IsolationShared }
 
 // NKeys reports whether the mesh's users connect with nkeys.
 func (m *Mesh) NKeys() bool { return m.Auth.Value == AuthNKey }

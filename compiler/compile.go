@@ -63,6 +63,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.isolate()
+	c.servedTools()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.plan.Mark()
@@ -273,25 +274,48 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 			}
 		}
 	}
-	for _, call := range m.Calls {
+	var selfCall *catalogue.Text
+	for i, call := range m.Calls {
 		module, tool := Call(call.Value)
 		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
+		if module == name && selfCall == nil {
+			selfCall = &m.Calls[i]
+		}
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	perModule := c.ix.Catalogue.Mesh.PerModule()
 	for _, t := range m.Tools {
-		sub.addOf(name, t.Pos, "serves tool "+t.Value, "serve its tool "+t.Value, Tool(name, t.Value))
-		responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+		// Only in the module's queue group: wherever the module runs, each call is served once.
+		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
+			"serve its tool "+t.Value, Tool(name, t.Value))
+		if !perModule {
+			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+		}
+	}
+	if perModule && len(m.Tools) > 0 {
+		// With an account per module, a call from another account arrives with a reply the
+		// server wrote (`_R_.…`), and only a call from a sibling instance to the module's own
+		// tool with one in the module's account: granting exactly those, rather than
+		// allow_responses, keeps an instance that calls its own tool from answering it into a
+		// sibling's pull or acks, imports its account shares (docs/nats.md, "One account per
+		// module").
+		pub.addOf(name, m.Tools[0].Pos, "answers calls from other accounts to its tools", "answer calls from other accounts to its tools", ServiceReplies)
+		if selfCall != nil {
+			pub.addOf(name, selfCall.Pos, "answers its siblings' calls to its own tools (calls "+selfCall.Value+")",
+				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
+		}
 	}
 	c.addUser(User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
-		// One reply to a request it actually received: only a module that serves a tool answers.
-		AllowResponses: len(m.Tools) > 0,
+		// One reply to a request it actually received: only a module that serves a tool, in
+		// one account, answers this way.
+		AllowResponses: len(responses) > 0,
 	})
 }
 

@@ -25,8 +25,12 @@ type Plan struct {
 	Consumers []Consumer
 	// Accounts is empty when every user lives in Account (isolation: shared-account). With
 	// isolation: account-per-module it holds Account first (JetStream, the controller, and what
-	// it exports), then one account per other user, in the order of Users.
+	// it exports), then one account per module (its instances') and one per other user, in the
+	// order their first user comes in Users.
 	Accounts []Account
+	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
+	// may call it: what a tool server checks a caller against.
+	Tools []ServedTool
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 	// Catalogue is mesh.yaml's id: which catalogue of the mesh this is, in every object's mark.
@@ -171,7 +175,7 @@ type User struct {
 	Grants Grants
 	// NKey is the recorded nkey public key when the mesh uses nkeys, or "".
 	NKey string
-	// Account is the account the user lives in: the plan's Account, or its own.
+	// Account is the account the user lives in: the plan's Account, its module's, or its own.
 	Account string
 }
 

@@ -187,6 +187,20 @@ func sizeHint(p *compiler.Plan) int {
 			}
 		}
 	}
+	// An isolated mesh's exports and imports: as much again as its users at 10,000 modules, so
+	// counted rather than left to the buffer's doubling.
+	for _, a := range p.Accounts {
+		n += 64 + len(a.Name)
+		for _, e := range a.Exports {
+			n += 48 + len(e.Subject)
+			for _, to := range e.Accounts {
+				n += 12 + len(to)
+			}
+		}
+		for _, i := range a.Imports {
+			n += 48 + len(i.Account) + len(i.Subject)
+		}
+	}
 	return n
 }
 

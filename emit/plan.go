@@ -17,6 +17,9 @@ import (
 type planFile struct {
 	Streams   []jetstream.StreamConfig `json:"streams"`
 	Consumers []planConsumer           `json:"consumers"`
+	// Tools are the tools running modules serve and the accounts that may call each: what a
+	// tool server checks the server's Nats-Request-Info against (compiler.ServedTool.Caller).
+	Tools []compiler.ServedTool `json:"tools"`
 }
 
 // planConsumer has the shape of the API's own create-consumer request.
@@ -26,13 +29,16 @@ type planConsumer struct {
 }
 
 // PlanJSON renders golden/plan.json: every stream sorted by name, every consumer sorted by stream
-// then name, 2-space indented with a trailing newline. It refuses a Plan with two streams of one
+// then name, every served tool with its callers sorted by subject, 2-space indented with a trailing newline. It refuses a Plan with two streams of one
 // name or two consumers of one name on one stream: apply would assert one over the other.
 func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	if err := checked(p); err != nil {
 		return nil, err
 	}
-	f := planFile{Streams: make([]jetstream.StreamConfig, 0, len(p.Streams)), Consumers: make([]planConsumer, 0, len(p.Consumers))}
+	f := planFile{Streams: make([]jetstream.StreamConfig, 0, len(p.Streams)), Consumers: make([]planConsumer, 0, len(p.Consumers)), Tools: p.Tools}
+	if f.Tools == nil {
+		f.Tools = []compiler.ServedTool{}
+	}
 	for _, s := range p.Streams {
 		f.Streams = append(f.Streams, s.Config)
 	}
@@ -129,8 +135,8 @@ func appendNewline(dst []byte, depth int) []byte {
 	return dst
 }
 
-// ReadPlanJSON reads golden/plan.json back into the plan it was written from: its streams and
-// consumers, in the file's order (which PlanJSON sorted). It is PlanJSON's reader, kept beside
+// ReadPlanJSON reads golden/plan.json back into the plan it was written from: its streams,
+// consumers and served tools, in the file's order (which PlanJSON sorted). It is PlanJSON's reader, kept beside
 // it so no command keeps a copy of the file's schema. What a file cannot mean — a consumer on a
 // stream it does not list, two streams of one name, two consumers of one name on one stream — is
 // refused with the command that rewrites it.
@@ -140,7 +146,7 @@ func ReadPlanJSON(data []byte) (*compiler.Plan, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("not a plan meshc wrote (%v); run `meshc emit` to rewrite it", err)
 	}
-	p := &compiler.Plan{Streams: make([]compiler.Stream, 0, len(f.Streams)), Consumers: make([]compiler.Consumer, 0, len(f.Consumers))}
+	p := &compiler.Plan{Streams: make([]compiler.Stream, 0, len(f.Streams)), Consumers: make([]compiler.Consumer, 0, len(f.Consumers)), Tools: f.Tools}
 	for _, s := range f.Streams {
 		p.Streams = append(p.Streams, compiler.Stream{Config: s})
 	}

@@ -391,6 +391,31 @@ emits: [built]
 module: catalog
 consumes: [builder.built]
 `},
+	ruleForgeableEvents: {
+		Before: `-- mesh.yaml --
+name: novox
+isolation: shared-account    # every user in one account
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`,
+		After: `-- mesh.yaml --
+name: novox
+isolation: account-per-module
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`},
 	compiler.RuleUserDuplicate: {
 		Before: `-- mesh.yaml --
 name: novox
