@@ -3,11 +3,12 @@ package apply
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,24 +89,18 @@ func (f *accountsFile) write(data []byte) (bool, error) {
 	return true, nil
 }
 
-// Reloader is a server that can be made to load its configuration again, and asked when it last
-// did: a nats-server process signalled as `nats-server --signal reload` does (SignalledServer),
-// or a server embedded in meshc's own process (meshc up's).
-type Reloader interface {
-	// Loaded is when the server last loaded its configuration.
-	Loaded(ctx context.Context) (time.Time, error)
-	// Reload makes the server load its configuration again, and returns once it has loaded it
-	// after before, or says why it did not.
-	Reload(ctx context.Context, before time.Time) error
-}
-
-// SignalledServer is a nats-server process to signal, and its monitoring endpoint, which says
-// what the server has loaded and whether a reload took.
+// SignalledServer is a nats-server process to signal, as `nats-server --signal reload` does,
+// with its configuration file (read from its command line) and its monitoring endpoint, which
+// says what it has loaded.
 type SignalledServer struct {
 	pid     int
+	config  string
 	monitor string
 	// wait bounds a reload: how long the server may take to load the file.
 	wait time.Duration
+	// log is where the server writes its log, "" when meshc cannot read it: its refusal of a
+	// reload is read there rather than waited out.
+	log string
 }
 
 // IsNATSServer reads the process's name and executable from /proc: a stale pid file's pid now
@@ -123,15 +118,12 @@ func IsNATSServer(pid int) error {
 	return fmt.Errorf("process %d is %q, not nats-server", pid, name)
 }
 
-// Signalled reads --reload (a process id or a pid file) and checks it is a nats-server before
-// anything is written: a stale pid file's pid now belonging to a shell must not be sent SIGHUP.
-// isServer decides that; nil reads the process's name from /proc (a test passes its own check,
-// since it runs the server in its own process). monitor is the server's monitoring URL, and wait
-// bounds a reload.
-func Signalled(target, monitor string, wait time.Duration, isServer func(pid int) error) (*SignalledServer, error) {
-	if isServer == nil {
-		isServer = IsNATSServer
-	}
+// Signalled reads --reload (a process id or a pid file) and checks, before anything is written,
+// that it is a running nats-server (a stale pid file's pid now belonging to a shell must not be
+// sent SIGHUP), started from a configuration file (a server reloads only that: nats-server -c),
+// and that the server at monitor is that process (docs/nats.md, "Reloading a server by
+// signal").
+func Signalled(ctx context.Context, target, monitor string, wait time.Duration) (*SignalledServer, error) {
 	pid, err := strconv.Atoi(target)
 	if err != nil {
 		data, rerr := os.ReadFile(target)
@@ -146,91 +138,247 @@ func Signalled(target, monitor string, wait time.Duration, isServer func(pid int
 		// kill(0) signals the caller's process group, kill(-N) group N: never a server.
 		return nil, fmt.Errorf("--reload %s: %d is not a process id (it must be above 0)", target, pid)
 	}
-	if err := isServer(pid); err != nil {
+	if err := IsNATSServer(pid); err != nil {
 		return nil, fmt.Errorf("--reload %s: %v; give the nats-server's pid or pid file", target, err)
 	}
-	return &SignalledServer{pid: pid, monitor: strings.TrimRight(monitor, "/"), wait: wait}, nil
+	config, err := configOf(pid)
+	if err != nil {
+		return nil, fmt.Errorf("--reload %s: %v", target, err)
+	}
+	r := &SignalledServer{pid: pid, config: config, monitor: strings.TrimRight(monitor, "/"), wait: wait}
+	if err := r.identify(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
-// varz is what the monitoring endpoint says of the loaded configuration.
-type varz struct {
-	ConfigLoadTime time.Time `json:"config_load_time"`
+// configOf reads the configuration file a nats-server process was started with from its
+// command line (-c, --config), relative to its working directory.
+func configOf(pid int) (string, error) {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return "", fmt.Errorf("cannot read the command line of process %d: %v", pid, err)
+	}
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	config := ""
+	for i, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "c" && name != "config") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		config = value
+	}
+	if config == "" {
+		return "", fmt.Errorf("nats-server (pid %d) was not started from a configuration file (-c): it has none to reload, so it cannot serve an accounts file meshc writes", pid)
+	}
+	if !filepath.IsAbs(config) {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err != nil {
+			return "", fmt.Errorf("nats-server (pid %d) names its configuration %s relative to its working directory, which meshc cannot read (%v); start it with an absolute -c path, or run apply as its user", pid, config, err)
+		}
+		config = filepath.Join(cwd, config)
+	}
+	return config, nil
 }
 
-// Loaded reads when the server last loaded its configuration from its monitoring endpoint.
-func (r *SignalledServer) Loaded(ctx context.Context) (time.Time, error) {
-	v, err := r.varz(ctx)
-	return v.ConfigLoadTime, err
+// identify checks that the server answering at the monitoring endpoint is the signalled
+// process, or the endpoint is another server's — another nats-server on the default port, say —
+// and what it loaded says nothing about the process signalled. The server says which port its
+// monitoring listens on (/varz http_port, else the URL's); the process must hold that listening socket
+// (/proc/PID/net/tcp and /proc/PID/fd, readable by whoever may signal it). Where /proc cannot
+// say, the server's start (/varz start) must fall just after the process's own. The reload's
+// own proof, the configuration digest the endpoint reports after the signal, holds it again.
+func (r *SignalledServer) identify(ctx context.Context) error {
+	v, err := varzOf(ctx, r)
+	if err != nil {
+		return err
+	}
+	another := fmt.Errorf("--monitor %s: the server there is not nats-server (pid %d): it is another server; give --monitor the monitoring URL of the server --reload names", r.monitor, r.pid)
+	// The port the server says it listens on (a configured one; -1 takes a free one and says
+	// -1), or else the one the URL names.
+	port := v.HTTPPort
+	if u, err := url.Parse(r.monitor); port <= 0 && err == nil {
+		port, _ = strconv.Atoi(u.Port())
+	}
+	if owns, known := listensOn(r.pid, port); known {
+		if !owns {
+			return another
+		}
+	} else if started, err := processStart(r.pid); err == nil &&
+		(v.Start.Before(started.Add(-2*time.Second)) || v.Start.After(started.Add(time.Minute))) {
+		return fmt.Errorf("%w (it started at %s, the process at %s)", another, v.Start.Format(time.RFC3339), started.Format(time.RFC3339))
+	}
+	if r.log == "" {
+		r.log = logOf(r.pid)
+	}
+	return nil
 }
 
-func (r *SignalledServer) varz(ctx context.Context) (varz, error) {
-	var v varz
+// listensOn reports whether the process holds a socket listening on the TCP port, and whether
+// that could be known (its /proc entries readable).
+func listensOn(pid, port int) (owns, known bool) {
+	if port <= 0 {
+		return false, false
+	}
+	inodes := map[string]bool{}
+	for _, table := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			f := strings.Fields(line)
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[1], ":")
+			if p, err := strconv.ParseInt(hexPort, 16, 32); err == nil && int(p) == port {
+				inodes[f[9]] = true
+			}
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, false
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok && inodes[strings.TrimSuffix(inode, "]")] {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// processStart reads when a process started: /proc/PID/stat's start time, in clock ticks since
+// boot (USER_HZ, 100 on Linux), after /proc/stat's boot time.
+func processStart(pid int) (time.Time, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return time.Time{}, err
+	}
+	// The command name may hold spaces and parentheses: fields are counted after its last ')'.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 20 {
+		return time.Time{}, errors.New("short /proc stat")
+	}
+	ticks, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return time.Time{}, err
+	}
+	boot, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, line := range strings.Split(string(boot), "\n") {
+		if rest, ok := strings.CutPrefix(line, "btime "); ok {
+			secs, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return time.Unix(secs, 0).Add(time.Duration(ticks) * 10 * time.Millisecond), nil
+		}
+	}
+	return time.Time{}, errors.New("no boot time in /proc/stat")
+}
+
+// logOf finds where a nats-server process writes its log when meshc can read it: its standard
+// error redirected to a file. (A log_file in its configuration is read from the configuration.)
+func logOf(pid int) string {
+	target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/2", pid))
+	if err != nil || !filepath.IsAbs(target) {
+		return "" // a terminal, a pipe, the journal's socket: not readable after the fact
+	}
+	if info, err := os.Stat(target); err != nil || !info.Mode().IsRegular() {
+		return ""
+	}
+	return target
+}
+
+// ConfigFile is the configuration file the server was started from.
+func (r *SignalledServer) ConfigFile() string { return r.config }
+
+// Monitor asks the server's monitoring endpoint.
+func (r *SignalledServer) Monitor(ctx context.Context, pathAndQuery string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.monitor+"/varz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.monitor+pathAndQuery, nil)
 	if err != nil {
-		return v, fmt.Errorf("--monitor %s: %w", r.monitor, err)
+		return nil, fmt.Errorf("--monitor %s: %w", r.monitor, err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return v, fmt.Errorf("--monitor %s: %w: meshc reads what the server has loaded from its monitoring endpoint (nats-server -m PORT, or http: in its configuration)", r.monitor, err)
+		return nil, fmt.Errorf("--monitor %s: %w: meshc reads what the server has loaded from its monitoring endpoint (nats-server -m PORT, or http: in its configuration)", r.monitor, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return v, fmt.Errorf("--monitor %s: /varz answered %s; give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.monitor, resp.Status)
+		return nil, fmt.Errorf("--monitor %s: %s answered %s; give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.monitor, pathAndQuery, resp.Status)
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.ConfigLoadTime.IsZero() {
-		if err == nil {
-			err = errors.New("no config_load_time")
-		}
-		return v, fmt.Errorf("--monitor %s: /varz is not a nats-server's (%v); give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.monitor, err)
-	}
-	return v, nil
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 }
 
-// Reload signals the server (SIGHUP, as nats-server --signal reload does) and waits until its
-// monitoring endpoint shows a configuration loaded after the signal. A server that refuses the
-// new configuration keeps the old one and logs why; meshc says what it can see of why.
-func (r *SignalledServer) Reload(ctx context.Context, before time.Time) error {
+// Signal sends SIGHUP, as nats-server --signal reload does. The server answers only in its log:
+// rejected reads it, from where it ended when the signal was sent.
+func (r *SignalledServer) Signal(ctx context.Context, logFile string) (func() string, error) {
+	if err := IsNATSServer(r.pid); err != nil {
+		return nil, fmt.Errorf("--reload: %v: the server stopped or was replaced since apply began; apply again", err)
+	}
+	log := r.log
+	if logFile != "" {
+		log = logFile
+	}
+	from := int64(-1)
+	if info, err := os.Stat(log); log != "" && err == nil {
+		from = info.Size()
+	}
 	p, err := os.FindProcess(r.pid)
+	if err == nil {
+		err = p.Signal(syscall.SIGHUP)
+	}
 	if err != nil {
-		return fmt.Errorf("--reload: no process %d: %w", r.pid, err)
+		return nil, fmt.Errorf("--reload: signalling nats-server (pid %d) to reload: %w; reload it by hand (nats-server --signal reload=%d)", r.pid, err, r.pid)
 	}
-	if err := p.Signal(syscall.SIGHUP); err != nil {
-		return fmt.Errorf("--reload: signalling nats-server (pid %d) to reload: %w; reload it by hand (nats-server --signal reload=%d)", r.pid, err, r.pid)
-	}
-	deadline := time.Now().Add(r.wait)
-	for {
-		now, err := r.Loaded(ctx)
-		if err == nil && now.After(before) {
-			return nil
+	return func() string {
+		if from < 0 {
+			return ""
 		}
-		if time.Now().After(deadline) {
-			why := "it kept the configuration it loaded at " + before.Format(time.RFC3339Nano)
-			if err != nil {
-				why = err.Error()
-			}
-			return &notReloaded{pid: r.pid, wait: r.wait, why: why}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return refusalLogged(log, from)
+	}, nil
 }
 
-// notReloaded is a signalled server that kept its configuration: Deliver adds whether its user
-// can read the file, the most common reason.
-type notReloaded struct {
-	pid  int
-	wait time.Duration
-	why  string
+// refusalLogged reads a server's log from offset for its refusal of a reload, the line
+// "Failed to reload server configuration: …".
+func refusalLogged(log string, from int64) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	const failed = "Failed to reload server configuration: "
+	for _, line := range strings.Split(string(data), "\n") {
+		if _, why, ok := strings.Cut(line, failed); ok {
+			return strings.TrimSpace(why)
+		}
+	}
+	return ""
 }
 
-func (e *notReloaded) Error() string {
-	return fmt.Sprintf("--reload: nats-server (pid %d) did not reload within %s: %s", e.pid, e.wait, e.why)
-}
+// Where is the server, for messages.
+func (r *SignalledServer) Where() string { return fmt.Sprintf("nats-server (pid %d)", r.pid) }
+
+// Wait bounds one reload.
+func (r *SignalledServer) Wait() time.Duration { return r.wait }
+
+// PID is the process's id, for readableBy.
+func (r *SignalledServer) PID() int { return r.pid }
 
 // readableBy says whether the server's user can read the accounts file: the most common
 // reason a reload is refused.

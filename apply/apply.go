@@ -24,11 +24,20 @@ type Options struct {
 	Prune bool
 	// PurgeNonEmpty permits deleting or replacing a stream that holds messages: they are lost.
 	PurgeNonEmpty bool
+	// Adopt permits taking as the mesh's what the plan names but carries no meshc mark (another
+	// application's stream of the same name, or one made by hand): its settings become the plan's.
+	Adopt bool
+	// AllowDiscard permits a change the server makes in place by dropping stored messages (a
+	// limit lowered, retention limits → interest, discard new → old): they are lost.
+	AllowDiscard bool
 	// Concurrency bounds the requests in flight. Default 64: one request at a time is the
 	// natscli loop's 36 objects/s; 16–64 in flight reached thousands (docs/nats.md, "Measured
 	// baselines"), and on a slow disk the server's file store, not meshc, sets the pace, so more in
 	// flight keeps it busy (BENCHMARKS.md).
 	Concurrency int
+	// Fence, when set, is asked before every write whether it may still be made: Lock.Check,
+	// so a lock lost stops the writes at the next one (fence.go).
+	Fence func(context.Context) error
 	// Progress, when set, is told after each object (never concurrently).
 	Progress func(Progress)
 	// RetryFor bounds the retries of one request on a transient failure. Default 60 s.
@@ -39,6 +48,14 @@ type Options struct {
 	// create; an error stops that replace there, as a kill or a lost server would. For tests of
 	// what a rerun recovers.
 	AfterDelete func(change.Change) error
+	// AfterPark, when set, is called once a stream to be deleted is parked (its subjects moved
+	// aside) and found empty, before the delete; an error stops it there. For tests of what a
+	// rerun recovers.
+	AfterPark func(change.Change) error
+	// AfterCreate, when set, is called once a consumer that resumes (replaced, or made again
+	// from a recorded point) exists again, before its resume point is removed; an error stops
+	// it there. For tests of what a rerun recovers.
+	AfterCreate func(change.Change) error
 }
 
 // Progress is one object done (or failed).
@@ -101,21 +118,38 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts 
 	}
 
 	a := &applier{js: js, opts: opts, total: total}
-	for _, phase := range phases {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(opts.Concurrency)
-		for _, c := range phase {
-			g.Go(func() error {
-				err := a.one(gctx, c)
-				a.report(c, err)
-				return err
-			})
-		}
-		if err := g.Wait(); err != nil {
+	for _, phase := range phases[:3] {
+		if err := a.concurrently(ctx, phase, a.one); err != nil {
 			return a.result(), err
 		}
 	}
+	for _, c := range phases[3] {
+		if c.Kind != change.KindConsumer || c.Action == change.Delete {
+			panic("apply: phase 3 holds consumers made, changed or replaced only")
+		}
+	}
+	if err := a.consumers(ctx, phases[3]); err != nil {
+		return a.result(), err
+	}
+	if err := a.forgetStale(ctx, cs.Stale); err != nil {
+		return a.result(), err
+	}
 	return a.result(), nil
+}
+
+// concurrently runs op on each change, at most Concurrency at once, reporting each; the first
+// error ends the rest.
+func (a *applier) concurrently(ctx context.Context, changes []change.Change, op func(context.Context, change.Change) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.opts.Concurrency)
+	for _, c := range changes {
+		g.Go(func() error {
+			err := op(gctx, c)
+			a.report(c, err)
+			return err
+		})
+	}
+	return g.Wait()
 }
 
 // ErrRefused is what Apply returns, wrapped with the reasons, when the change set needs a
@@ -129,11 +163,26 @@ func Refusals(cs change.Changes, opts Options) error {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
+		if c.Foreign != "" && c.Action != change.NoOp {
+			// No flag gives this either: another mesh's object is that mesh's to change.
+			refused = append(refused, fmt.Sprintf("%s belongs to %s (its mark, or its stream's, says so), and meshc never changes another mesh's or catalogue's objects whatever the flags: two meshes sharing an account must not share stream names, and two catalogues of one mesh must not share a bus", noun, c.Foreign))
+			continue
+		}
+		if c.Adopts && c.Action != change.NoOp && !opts.Adopt {
+			refused = append(refused, fmt.Sprintf("%s exists without meshc's mark (another application's?): apply with --adopt to make it the mesh's, with the plan's settings", noun))
+		}
 		if len(c.Unmanaged) > 0 && (c.Action == change.Replace || c.Action == change.Delete) {
 			// No flag gives this: meshc never deletes what it does not manage.
 			refused = append(refused, fmt.Sprintf("%s must be replaced, which would delete consumers meshc does not manage (%s): their owners must remove them first, or the plan must keep the stream as it is",
 				noun, strings.Join(c.Unmanaged, ", ")))
 			continue
+		}
+		if discarding := c.Discarding(); len(discarding) > 0 && !opts.AllowDiscard {
+			var what []string
+			for _, f := range discarding {
+				what = append(what, fmt.Sprintf("%s %s → %s (%s)", f.Name, f.Old, f.New, f.DropsSaid()))
+			}
+			refused = append(refused, fmt.Sprintf("%s would drop messages it stores: %s; apply with --allow-discard if they may go", noun, strings.Join(what, ", ")))
 		}
 		switch c.Action {
 		case change.Replace:
@@ -170,10 +219,6 @@ type applier struct {
 	opts  Options
 	total int
 
-	kvOnce sync.Once
-	kv     jetstream.KeyValue
-	kvErr  error
-
 	mu      sync.Mutex
 	done    int
 	applied int
@@ -204,11 +249,16 @@ func (a *applier) result() Result {
 	return Result{Applied: a.applied, Notes: append([]string(nil), a.notes...)}
 }
 
-// call runs one request with the retry policy.
+// call runs one request with the retry policy, each attempt behind the fence.
 func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) error {
 	return retry(ctx, a.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, a.opts.AttemptTimeout)
 		defer cancel()
+		if a.opts.Fence != nil {
+			if err := a.opts.Fence(ctx); err != nil {
+				return err
+			}
+		}
 		if err := op(ctx); err != nil {
 			// A refused request only times out; the refusal is on the connection.
 			return explainRequestError(a.js.Conn(), err)
@@ -218,17 +268,18 @@ func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) 
 }
 
 func (a *applier) one(ctx context.Context, c change.Change) error {
-	switch c.Kind {
-	case change.KindStream:
+	if c.Kind == change.KindStream {
 		return a.stream(ctx, c)
-	default:
-		return a.consumer(ctx, c)
 	}
+	return a.consumer(ctx, c)
 }
 
 func (a *applier) stream(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
 	if c.Action == change.Delete || c.Action == change.Replace {
+		if err := a.park(ctx, c); err != nil {
+			return err
+		}
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteStream(ctx, c.Stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -238,7 +289,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
+			return fmt.Errorf("%s stream %s: %w%s", verb, c.Stream, explain(err), a.unpark(ctx, c))
 		}
 		if c.Action == change.Delete {
 			return nil
@@ -263,12 +314,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 
 func (a *applier) consumer(ctx context.Context, c change.Change) error {
 	verb := c.Action.Word()
-	if c.Action == change.Replace {
-		// Where the replacement starts is on the bus before the old one is gone (resume.go).
-		if err := a.recordResume(ctx, c); err != nil {
-			return fmt.Errorf("%s consumer %s on %s: record where it resumes before deleting it: %w; nothing was deleted", verb, c.Consumer, c.Stream, explain(err))
-		}
-	}
+	// A replace's resume point is on its stream before this runs (resume.go).
 	if c.Action == change.Delete || c.Action == change.Replace {
 		err := a.call(ctx, func(ctx context.Context) error {
 			err := a.js.DeleteConsumer(ctx, c.Stream, c.Consumer)
@@ -281,7 +327,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 		}
 		if c.Action == change.Delete {
-			return a.forgotten(ctx, c)
+			return nil
 		}
 		if a.opts.AfterDelete != nil {
 			if err := a.opts.AfterDelete(c); err != nil {
@@ -319,17 +365,10 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 	if err != nil {
 		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
 	}
-	return a.forgotten(ctx, c)
-}
-
-// forgotten removes a consumer's resume point once it is made again (or pruned). Failing to is
-// not failing the change: a point left behind is used only if the consumer goes missing again.
-func (a *applier) forgotten(ctx context.Context, c change.Change) error {
-	if c.Action != change.Replace && !c.ResumeRecorded {
-		return nil
-	}
-	if err := a.forgetResume(ctx, c); err != nil {
-		a.note(fmt.Sprintf("consumer %s on %s exists again, but its resume point could not be removed (%v): it is used only if the consumer goes missing", c.Consumer, c.Stream, err))
+	if a.opts.AfterCreate != nil && (c.Action == change.Replace || c.ResumeRecorded) {
+		if err := a.opts.AfterCreate(c); err != nil {
+			return fmt.Errorf("%s consumer %s on %s: stopped after making it again: %w", verb, c.Consumer, c.Stream, err)
+		}
 	}
 	return nil
 }

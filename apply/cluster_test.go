@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -171,7 +172,7 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	nc, js := connect(t, c.urls())
 	ctx := t.Context()
 	plan := compilertest.MeshPlan(3, jetstream.FileStorage)
-	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test", Replicas: 3})
+	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,17 +236,21 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	}
 }
 
-// meshc apply makes its bucket R3 when the connection knows three servers or more. A client given
-// one seed URL learns the cluster's other servers from the first INFO, before Connect returns:
-// that is what counting nc.Servers() right after connecting relies on.
-func TestAConnectionToOneNodeKnowsTheCluster(t *testing.T) {
-	c := runCluster(t)
-	nc, err := nats.Connect(fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port))
+// The lock's bucket gets three replicas because the server says it is in a cluster, not because
+// the client was given three URLs: a no_advertise cluster's client knows only the URL it was
+// given, and still gets R3.
+func TestTheLockBucketOfANoAdvertiseClusterHasThreeReplicas(t *testing.T) {
+	c := runCluster(t, func(o *server.Options) { o.Cluster.NoAdvertise = true })
+	nc, js := connect(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port))
+	if n := len(nc.Servers()); n != 1 {
+		t.Fatalf("the client of a no_advertise cluster knows %d servers (%q): the case is not set up", n, nc.Servers())
+	}
+	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "no advertise"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
-	if n := len(nc.Servers()); n < 3 {
-		t.Fatalf("connected through one seed URL, the client knows %d servers (%q), want 3", n, nc.Servers())
+	defer lock.Release(t.Context())
+	if s, err := js.Stream(t.Context(), compiler.ApplyBucketStream); err != nil || s.CachedInfo().Config.Replicas != 3 {
+		t.Fatalf("the lock's bucket on a no_advertise cluster: %+v %v", s, err)
 	}
 }

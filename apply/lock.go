@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/safetext"
 )
 
 // lockKey is the lock's key: one per bus, because two applies of any two catalogues to one
@@ -24,9 +26,12 @@ type LockHolder struct {
 	Expires time.Time `json:"expires"`
 }
 
+// String says who holds the lock and for how long. The holder's text is whatever another apply
+// (or anyone who may write the bucket) recorded, so it is made safe for a terminal first.
 func (h LockHolder) String() string {
-	return fmt.Sprintf("%s, since %s, until %s unless renewed", h.Holder,
-		h.Started.UTC().Format(time.RFC3339), h.Expires.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s, since %s (%s ago), until %s unless renewed", safetext.Line(h.Holder),
+		h.Started.UTC().Format(time.RFC3339), time.Since(h.Started).Round(time.Second),
+		h.Expires.UTC().Format(time.RFC3339))
 }
 
 // LockedError is a lock still held by another apply when the wait ran out.
@@ -49,12 +54,16 @@ type LockOptions struct {
 	TTL time.Duration
 	// Wait is how long to wait for a lock another apply holds. 0 tries once.
 	Wait time.Duration
-	// Replicas of the bucket when apply first makes it. Default 1.
-	Replicas int
+	// Waiting, when set, is told who holds the lock when the wait begins, and again every
+	// WaitingEvery while it lasts: a waiting apply says why it waits.
+	Waiting func(LockHolder)
+	// WaitingEvery is how often Waiting is told again. Default 15 s.
+	WaitingEvery time.Duration
 }
 
 // Lock is a held apply lock.
 type Lock struct {
+	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	holder LockHolder
 	ttl    time.Duration
@@ -65,8 +74,12 @@ type Lock struct {
 	done   chan struct{}
 
 	// mu guards rev and holder, which renewal moves on.
-	mu  sync.Mutex
-	rev uint64
+	mu      sync.Mutex
+	rev     uint64
+	prevRev uint64
+
+	// fence coalesces Check's reads of the lock (fence.go).
+	fence fence
 }
 
 // Context ends when the lock is lost; run the apply under it, so a lost lock stops it.
@@ -81,19 +94,76 @@ func (l *Lock) Holder() LockHolder {
 
 // stateBucket opens apply's bucket, making it the first time. An identical create answers OK,
 // so two applies making it at once both succeed.
-func stateBucket(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+//
+// Before making it, a user that may not write to it is found out: a request to a key's subject
+// with no bucket behind it answers "no responders" when the publish is allowed, and only times
+// out, with a Permissions Violation on the connection, when it is not. Made first, the bucket
+// would be left behind empty by a user that can never take the lock. The probe names a stream
+// no bucket is called, so that when another apply made the bucket a moment before, the bucket's
+// stream refuses it unstored (a plain write would have stored an empty lock over its holder's)
+// and the bucket is opened after all.
+//
+// Its replica count is asked of the server: three when the server says it is in a cluster
+// (its INFO names one, whatever URLs the client was given: three naming one server, or one
+// naming a node of a no_advertise cluster), else one; a cluster that cannot place three (two
+// nodes, or peers down) gets one, and the bucket's description says so.
+func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}
-	return js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+	nc := js.Conn()
+	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
+	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	answer, err := nc.RequestMsgWithContext(pctx, probe)
+	cancel()
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+	case err == nil && isStreamMismatch(answer):
+		// Made meanwhile by another apply: the refusal stored nothing.
+		return js.KeyValue(ctx, compiler.ApplyBucket)
+	case err == nil:
+		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q)", answer.Data)
+	default:
+		return nil, fmt.Errorf("writing to the bucket, before making it: %w", explainRequestError(nc, err))
+	}
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      compiler.ApplyBucket,
-		Description: "meshc apply: the lock that lets one apply at a time change the bus, and the resume points of consumers being replaced",
+		Description: "meshc apply: the lock that lets one apply at a time change the bus",
 		History:     1,
 		Storage:     jetstream.FileStorage,
-		Replicas:    max(replicas, 1),
-	})
+		Replicas:    1,
+	}
+	if nc.ConnectedClusterName() != "" {
+		cfg.Replicas = 3
+	}
+	kv, err = js.CreateKeyValue(ctx, cfg)
+	var ae *jetstream.APIError
+	// 10023: insufficient resources.
+	if cfg.Replicas > 1 && errors.As(err, &ae) && ae.ErrorCode == 10023 {
+		cfg.Replicas = 1
+		cfg.Description += " (made with one replica: the cluster could not place three)"
+		kv, err = js.CreateKeyValue(ctx, cfg)
+	}
+	return kv, err
 }
+
+// probeStream is the stream the bucket probe says it expects: no stream is called that (a
+// stream name holds no '.'), so any stream that captures the probe refuses it.
+const probeStream = "meshc.probe"
+
+// isStreamMismatch reports whether a publish's answer is JetStream refusing it for naming another
+// stream (10060), which stores nothing.
+func isStreamMismatch(m *nats.Msg) bool {
+	var ack struct {
+		Error *jetstream.APIError `json:"error"`
+	}
+	return json.Unmarshal(m.Data, &ack) == nil && ack.Error != nil && ack.Error.ErrorCode == errStreamNotMatch
+}
+
+// errStreamNotMatch is the server's "expected stream does not match" (JSStreamNotMatchErr).
+const errStreamNotMatch jetstream.ErrorCode = 10060
 
 // AcquireLock takes the bus's apply lock, waiting up to opts.Wait for another apply's. The lock
 // is a key created only if absent (a compare-and-set on the bus), so two applies starting at
@@ -105,18 +175,22 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 	if opts.TTL <= 0 {
 		opts.TTL = time.Minute
 	}
-	kv, err := stateBucket(ctx, js, opts.Replicas)
+	if opts.WaitingEvery <= 0 {
+		opts.WaitingEvery = 15 * time.Second
+	}
+	kv, err := stateBucket(ctx, js)
 	if err != nil {
 		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, explain(err))
 	}
 	deadline := time.Now().Add(opts.Wait)
+	var told time.Time
 	for {
 		now := time.Now()
 		rec := LockHolder{Holder: opts.Holder, Started: now, Expires: now.Add(opts.TTL)}
 		data, _ := json.Marshal(rec)
 		rev, err := kv.Create(ctx, lockKey, data)
 		if err == nil {
-			return startLock(ctx, kv, rec, rev, opts.TTL), nil
+			return startLock(ctx, js, kv, rec, rev, opts.TTL), nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, fmt.Errorf("take the apply lock: %w", explain(err))
@@ -133,7 +207,7 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 			// Expired (or not a record at all): taken over only if nobody else did first.
 			rev, err := kv.Update(ctx, lockKey, data, entry.Revision())
 			if err == nil {
-				return startLock(ctx, kv, rec, rev, opts.TTL), nil
+				return startLock(ctx, js, kv, rec, rev, opts.TTL), nil
 			}
 			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				return nil, fmt.Errorf("take over the expired apply lock: %w", explain(err))
@@ -143,6 +217,10 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 		if !now.Before(deadline) {
 			return nil, &LockedError{By: held}
 		}
+		if opts.Waiting != nil && now.Sub(told) >= opts.WaitingEvery {
+			told = now
+			opts.Waiting(held)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -151,8 +229,8 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 	}
 }
 
-func startLock(ctx context.Context, kv jetstream.KeyValue, rec LockHolder, rev uint64, ttl time.Duration) *Lock {
-	l := &Lock{kv: kv, holder: rec, ttl: ttl, rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
+func startLock(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, rec LockHolder, rev uint64, ttl time.Duration) *Lock {
+	l := &Lock{js: js, kv: kv, holder: rec, ttl: ttl, rev: rev, stop: make(chan struct{}), done: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancelCause(ctx)
 	go l.renew()
 	return l
@@ -179,7 +257,7 @@ func (l *Lock) renew() {
 		l.mu.Lock()
 		rev, err := l.kv.Update(ctx, lockKey, data, l.rev)
 		if err == nil {
-			l.rev, l.holder = rev, rec
+			l.prevRev, l.rev, l.holder = l.rev, rev, rec
 		}
 		expired := time.Now().After(l.holder.Expires)
 		l.mu.Unlock()
@@ -220,8 +298,8 @@ func isWrongLastSequence(err error) bool {
 
 // BreakLock removes the apply lock whoever holds it, for a holder that is stuck (alive but
 // never finishing) rather than crashed (a crashed one's lock expires by itself). It returns
-// whose lock it was, or nil when nothing held it. The holder, if alive, finds out at its next
-// renewal and stops.
+// whose lock it was, or nil when nothing held it. The holder, if alive, finds out before its
+// next write (Lock.Check) or at its next renewal, and stops.
 func BreakLock(ctx context.Context, js jetstream.JetStream) (*LockHolder, error) {
 	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -9,8 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // applyLocked is what meshc apply does: lock, then read, diff and apply under the lock, then
@@ -38,7 +43,7 @@ func TestTwoAppliesAtOnceEndAsOneOfThem(t *testing.T) {
 	planB.Streams = slices.Clone(planA.Streams)
 	planB.Consumers = slices.Clone(planA.Consumers)
 	for i := range planB.Streams {
-		planB.Streams[i].Config.MaxAge += time.Hour
+		planB.Streams[i].Config.Description = "catalogue B"
 	}
 	for i := range planB.Consumers {
 		planB.Consumers[i].Config.AckWait += time.Second
@@ -150,5 +155,155 @@ func requireStateBucketUnmanaged(t *testing.T, b *meshBus) {
 	}
 	if _, err := b.controller.js.Stream(t.Context(), compiler.ApplyBucketStream); err != nil {
 		t.Fatalf("the lock's bucket: %v", err)
+	}
+}
+
+// A lock lost mid-apply stops the writes at the next one, not at the next renewal (up to a third
+// of the TTL later, when two applies both believed they held the bus): broken with
+// --break-lock, gone with its bucket, or taken over by an apply whose clock said it had expired.
+func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lose func(t *testing.T, b *meshBus)
+	}{
+		{"broken", func(t *testing.T, b *meshBus) {
+			if held, err := BreakLock(t.Context(), b.other); err != nil || held == nil {
+				t.Fatalf("breaking the lock: %v %v", held, err)
+			}
+		}},
+		{"bucket deleted", func(t *testing.T, b *meshBus) {
+			if err := b.other.DeleteKeyValue(t.Context(), compiler.ApplyBucket); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"taken over", func(t *testing.T, b *meshBus) {
+			kv, err := b.other.KeyValue(t.Context(), compiler.ApplyBucket)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry, err := kv.Get(t.Context(), lockKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kv.Update(t.Context(), lockKey, []byte(`{"holder":"B, whose clock runs ahead"}`), entry.Revision()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := startMeshBus(t)
+			ctl := b.controller
+			lock, err := AcquireLock(t.Context(), ctl.js, LockOptions{Holder: "A", TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lock.Release(context.Background())
+			live, err := Read(lock.Context(), ctl.nc, ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			_, err = Apply(lock.Context(), ctl.js, change.Diff(live, b.plan, change.DiffOptions{}), Options{
+				Concurrency: 1, Fence: lock.Check,
+				Progress: func(Progress) {
+					if done++; done == 1 {
+						c.lose(t, b)
+					}
+				},
+			})
+			if !errors.Is(err, ErrLockLost) {
+				t.Fatalf("an apply whose lock was %s: %v", c.name, err)
+			}
+			after, err := Read(t.Context(), ctl.nc, ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var made []string
+			for _, s := range after.Streams {
+				if s.Name != compiler.ApplyBucketStream {
+					made = append(made, s.Name)
+				}
+			}
+			if len(made) != 1 {
+				t.Fatalf("after the lock was %s, the apply still made %q; want only the first stream", c.name, made)
+			}
+		})
+	}
+}
+
+// A user who may use the JetStream API but not write the bucket's keys is refused before the
+// bucket is made, and leaves no empty bucket behind.
+func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
+	s := natstest.JetStream(t, func(o *server.Options) {
+		o.Users = []*server.User{
+			{Username: "ctl", Password: "pw", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: []string{"$JS.API.>"}}, Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.>"}}}},
+			{Username: "admin", Password: "pw"},
+		}
+	})
+	bus, err := Connect(Endpoint{URL: s.ClientURL(), User: "ctl", Options: []nats.Option{nats.UserInfo("ctl", "pw")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	js, err := bus.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = AcquireLock(t.Context(), js, LockOptions{Holder: "no grant"})
+	var refused *Refusal
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "$KV."+compiler.ApplyBucket) {
+		t.Fatalf("taking the lock without the bucket's grant: %v", err)
+	}
+	_, admin := natstest.Connect(t, s.ClientURL(), nats.UserInfo("admin", "pw"))
+	if _, err := admin.KeyValue(t.Context(), compiler.ApplyBucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Fatalf("the refused user left the bucket behind: %v", err)
+	}
+}
+
+// A holder's text is whoever wrote it: printed, it cannot move a terminal's cursor.
+func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
+	h := LockHolder{Holder: "ci\x1b[2J\x1b[Hall clear\n", Started: time.Now(), Expires: time.Now().Add(time.Minute)}
+	for _, s := range []string{h.String(), (&LockedError{By: h}).Error()} {
+		if strings.ContainsAny(s, "\x1b\n") || !strings.Contains(s, `ci\x1b[2J`) {
+			t.Fatalf("the holder printed raw: %q", s)
+		}
+	}
+}
+
+// The probe that finds out whether a user may write the bucket stores nothing in a bucket that
+// exists: made a moment before by another apply, the bucket refuses it, where a plain write would
+// have put an empty record over the lock its holder had just taken.
+func TestTheBucketProbeWritesNothingIntoABucketThatExists(t *testing.T) {
+	s := runServer(t)
+	_, js := connect(t, s.ClientURL())
+	held, err := AcquireLock(t.Context(), js, LockOptions{Holder: "the first apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	before, err := js.Stream(t.Context(), compiler.ApplyBucketStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a second apply would when the bucket appeared between its lookup and its probe.
+	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
+	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+	answer, err := js.Conn().RequestMsg(probe, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isStreamMismatch(answer) {
+		t.Fatalf("the bucket's stream answered the probe %q, not a refusal", answer.Data)
+	}
+	after, err := js.Stream(t.Context(), compiler.ApplyBucketStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := after.CachedInfo().State.LastSeq, before.CachedInfo().State.LastSeq; got != want {
+		t.Fatalf("the probe was stored: last sequence %d → %d", want, got)
+	}
+	if h := held.Holder(); h.Holder != "the first apply" {
+		t.Fatalf("the lock changed hands: %+v", h)
 	}
 }

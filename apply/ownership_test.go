@@ -96,7 +96,8 @@ func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan) *meshBus {
 			b.passwords[u.Name] = pw
 		}
 		mint(&plan.Users[0])
-		other := compiler.User{Name: "other-app", Kind: compiler.KindPerson,
+		// Another application in the mesh's account (the one with JetStream), in either isolation.
+		other := compiler.User{Name: "other-app", Kind: compiler.KindPerson, Account: plan.Account,
 			Publish: compiler.Permission{Allow: []string{">"}}, Subscribe: compiler.Permission{Allow: []string{">"}}}
 		mint(&other)
 		plan.Users = append(plan.Users, other)
@@ -178,10 +179,13 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	}
 	cs := diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true})
 	c := findChange(t, cs, change.KindStream, compiler.ControlStream, "")
-	if c.Action != change.Update || len(c.Fields) != 1 || c.Fields[0].Name != "metadata" {
+	if c.Action != change.Update || len(c.Fields) != 1 || c.Fields[0].Name != "metadata" || !c.Adopts {
 		t.Fatalf("a stream the plan names and meshc did not mark is adopted by an update of its metadata alone, got %+v", c)
 	}
-	if _, err := Apply(ctx, ctl.js, cs, Options{}); err != nil {
+	if _, err := Apply(ctx, ctl.js, cs, Options{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--adopt") {
+		t.Fatalf("adopting an unmarked stream without --adopt: %v", err)
+	}
+	if _, err := Apply(ctx, ctl.js, cs, Options{Adopt: true}); err != nil {
 		t.Fatal(err)
 	}
 	requireEmpty(t, diffNow(t, ctl.nc, plan, change.DiffOptions{Prune: true}), "the plan was applied")

@@ -18,7 +18,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
-	"github.com/meshc-dev/meshc/compiler"
 )
 
 // Requester is what reading the live state needs of a connection; *nats.Conn has it. Kept this
@@ -95,21 +94,27 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	r := &reading{nc: nc, opts: opts, st: st}
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
+	streams := pager{what: "the stream list"}
 	for offset := 0; ; {
 		var page streamListResponse
 		if err := r.request(ctx, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
 			return nil, fmt.Errorf("list streams: %w", explain(err))
 		}
+		fresh := 0
 		for _, si := range page.Streams {
 			if si == nil || seen[si.Config.Name] {
 				continue
 			}
+			fresh++
 			seen[si.Config.Name] = true
 			st.Streams = append(st.Streams, change.Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
 		}
 		noteUnavailable(unavailable, page.paged)
 		offset += len(page.Streams)
-		if len(page.Streams) == 0 || offset >= page.Total {
+		if done, err := streams.next(len(page.Streams), fresh, offset, page.Total); done || err != nil {
+			if err != nil {
+				return nil, err
+			}
 			break
 		}
 	}
@@ -128,11 +133,6 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	}
 	slices.SortFunc(st.Streams, func(a, b change.Stream) int { return strings.Compare(a.Name, b.Name) })
 
-	if s := st.Stream(compiler.ApplyBucketStream); s != nil && s.Unavailable == "" {
-		if err := r.readResumes(ctx); err != nil {
-			return nil, err
-		}
-	}
 	for i := range st.Streams {
 		s := &st.Streams[i]
 		if s.Unavailable != "" {
@@ -158,6 +158,7 @@ type reading struct {
 func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	unavailable := map[string]string{}
 	seen := map[string]bool{}
+	consumers := pager{what: "the consumer list of stream " + s.Name}
 	for offset := 0; ; {
 		var page consumerListResponse
 		err := r.request(ctx, r.opts.APIPrefix+apiConsumerList+s.Name, offset, &page)
@@ -170,10 +171,12 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 		if err != nil {
 			return fmt.Errorf("list consumers of stream %s: %w", s.Name, explain(err))
 		}
+		fresh := 0
 		for _, ci := range page.Consumers {
 			if ci == nil || seen[ci.Name] {
 				continue
 			}
+			fresh++
 			seen[ci.Name] = true
 			s.Consumers = append(s.Consumers, change.Consumer{
 				Stream: s.Name, Name: ci.Name, Config: ci.Config,
@@ -182,7 +185,10 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 		}
 		noteUnavailable(unavailable, page.paged)
 		offset += len(page.Consumers)
-		if len(page.Consumers) == 0 || offset >= page.Total {
+		if done, err := consumers.next(len(page.Consumers), fresh, offset, page.Total); done || err != nil {
+			if err != nil {
+				return err
+			}
 			break
 		}
 	}
@@ -199,6 +205,42 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	slices.SortFunc(s.Consumers, func(a, b change.Consumer) int { return strings.Compare(a.Name, b.Name) })
 	return nil
 }
+
+// pager bounds one paged list. A page is asked at the offset the pages so far reached, until
+// an empty page or the total the server gives; a broken or hostile server could keep that going
+// until the command's own time-out (a page of names already seen, a total that grows with every
+// page). So a list also ends, as an error, when a page brings nothing new — the server does not
+// advance — and when it has brought more than twice the first total plus a page's worth — the
+// total does not converge. A bus that grows while it is read stays well inside that bound.
+type pager struct {
+	what       string
+	pages      int
+	firstTotal int
+	items      int
+}
+
+// next is told a page's size, how many of its items were new, the offset reached and the
+// server's total; it says whether the list is complete, or why it must stop.
+func (p *pager) next(size, fresh, offset, total int) (bool, error) {
+	p.pages++
+	if p.pages == 1 {
+		p.firstTotal = total
+	}
+	p.items += fresh
+	switch {
+	case size == 0 || offset >= total:
+		return true, nil
+	case fresh == 0:
+		return false, fmt.Errorf("%s does not advance: page %d at offset %d of a total of %d brought nothing new; the server's answers are broken, apply again (or restart it)", p.what, p.pages, offset, total)
+	case p.items > 2*p.firstTotal+pageBound:
+		return false, fmt.Errorf("%s does not converge: %d items read, the server first said %d and now %d; the server's answers are broken, apply again (or restart it)", p.what, p.items, p.firstTotal, total)
+	}
+	return false, nil
+}
+
+// pageBound is the most a JetStream list page holds (256 streams or consumers), as slack for
+// objects made while a list is read.
+const pageBound = 256
 
 // noteUnavailable records what a page says it could not read. "missing" names objects whose
 // leader did not answer in time; "offline" adds the server's reason.

@@ -2,119 +2,199 @@ package apply
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/meshc-dev/meshc/change"
-	"github.com/meshc-dev/meshc/compiler"
 )
 
-// A replaced consumer's position must survive the apply that replaces it: between the delete
-// and the create, a SIGKILL, a CI timeout or a server down past the retry budget would leave the
-// consumer gone, and a rerun would make it again from the plan — deliver all — replaying every
-// message it had acknowledged. So where the replacement starts is written to the bus before the
-// delete, and a rerun that finds the consumer missing starts it there.
+// Resume points live on the stream whose consumer they resume (change/resume.go says why). Each
+// round of consumer changes records the points of its replaces first, one metadata edit per
+// stream, then deletes and makes the consumers, then removes the points it used, again one edit
+// per stream: a handful of stream updates however many consumers are replaced.
 
-// resumePrefix is the keys' prefix in the state bucket.
-const resumePrefix = "resume."
+// resumeChunk bounds the points one round records on one stream: the server refuses a stream
+// whose metadata passes 128 KiB (JSMaxMetadataLen), and a point with a long consumer name takes
+// about 400 bytes.
+const resumeChunk = 200
 
-var plainKey = regexp.MustCompile(`^[-_=a-zA-Z0-9]+$`)
-
-// resumeKey is the point's key: resume.STREAM.consumer when both names are plain key tokens
-// (the mesh's names are), else the pair base64url-encoded so any name the server accepts fits.
-func resumeKey(stream, consumer string) string {
-	if plainKey.MatchString(stream) && plainKey.MatchString(consumer) {
-		return resumePrefix + stream + "." + consumer
+// rounds splits the consumer changes so no round records more than resumeChunk points on one
+// stream; the first round carries every change that records none.
+func rounds(changes []change.Change) [][]change.Change {
+	var out [][]change.Change
+	perStream := map[string]int{}
+	for _, c := range changes {
+		i := 0
+		if c.Action == change.Replace {
+			i = perStream[c.Stream] / resumeChunk
+			perStream[c.Stream]++
+		}
+		for len(out) <= i {
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], c)
 	}
-	return resumePrefix + "b64." + base64.RawURLEncoding.EncodeToString([]byte(stream+"\x00"+consumer))
+	return out
 }
 
-// apiMsgGet follows the API prefix (a JetStream domain), as the lists do.
-const apiMsgGet = ".STREAM.MSG.GET." + compiler.ApplyBucketStream
-
-type msgGetResponse struct {
-	Error   *jetstream.APIError `json:"error,omitempty"`
-	Message *struct {
-		Subject string `json:"subject"`
-		Seq     uint64 `json:"seq"`
-		Data    []byte `json:"data"`
-	} `json:"message"`
-}
-
-func (m *msgGetResponse) apiError() *jetstream.APIError { return m.Error }
-
-// readResumes reads every recorded resume point: one request per point, walking the bucket's
-// resume keys by "next message on this subject" — no consumer, no subscription beyond the
-// inbox. A point is rare (only between a replace's delete and create), so this is cheap.
-func (r *reading) readResumes(ctx context.Context) error {
-	r.st.Resumes = map[[2]string]change.ResumePoint{}
-	for seq := uint64(1); ; {
-		body, _ := json.Marshal(map[string]any{"seq": seq, "next_by_subj": "$KV." + compiler.ApplyBucket + "." + resumePrefix + ">"})
-		var resp msgGetResponse
-		err := r.requestRaw(ctx, r.opts.APIPrefix+apiMsgGet, body, &resp)
-		var ae *jetstream.APIError
-		if errors.As(err, &ae) && (ae.ErrorCode == jetstream.JSErrCodeMessageNotFound || ae.ErrorCode == jetstream.JSErrCodeStreamNotFound) {
+// consumers applies the consumer changes round by round.
+func (a *applier) consumers(ctx context.Context, changes []change.Change) error {
+	for _, round := range rounds(changes) {
+		record := map[string][]change.ResumePoint{}
+		for _, c := range round {
+			if c.Action == change.Replace {
+				r := change.StartOf(c.Stream, c.Consumer, c.ConsumerConfig)
+				r.Recorded = time.Now().UTC()
+				record[c.Stream] = append(record[c.Stream], r)
+			}
+		}
+		if err := a.eachStream(ctx, record, func(ctx context.Context, stream string, points []change.ResumePoint) error {
+			// Where the replacements start is on the stream before the old ones are gone.
+			if err := a.editMetadata(ctx, stream, func(md map[string]string) {
+				for _, r := range points {
+					md[r.Key()] = r.Value()
+				}
+			}); err != nil {
+				return fmt.Errorf("replace consumers on %s: record where they resume before deleting them: %w; nothing was deleted", stream, explain(err))
+			}
 			return nil
+		}); err != nil {
+			for _, c := range round {
+				a.report(c, err)
+			}
+			return err
+		}
+
+		var mu sync.Mutex
+		used := map[string][]change.ResumePoint{}
+		err := a.concurrently(ctx, round, func(ctx context.Context, c change.Change) error {
+			if err := a.consumer(ctx, c); err != nil {
+				return err
+			}
+			if c.Action == change.Replace || c.ResumeRecorded {
+				mu.Lock()
+				used[c.Stream] = append(used[c.Stream], change.ResumePoint{Stream: c.Stream, Consumer: c.Consumer})
+				mu.Unlock()
+			}
+			return nil
+		})
+		// Points whose consumer exists again are removed even when another change failed: left
+		// behind they would be stale, and the next plan would say so.
+		a.forget(context.WithoutCancel(ctx), used, "exists again")
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forgetStale removes the stale resume points the plan listed.
+func (a *applier) forgetStale(ctx context.Context, stale []change.StaleResume) error {
+	byStream := map[string][]change.ResumePoint{}
+	for _, s := range stale {
+		byStream[s.Stream] = append(byStream[s.Stream], change.ResumePoint{Stream: s.Stream, Consumer: s.Consumer})
+	}
+	return a.eachStream(ctx, byStream, func(ctx context.Context, stream string, points []change.ResumePoint) error {
+		err := a.editMetadata(ctx, stream, func(md map[string]string) {
+			for _, r := range points {
+				delete(md, r.Key())
+			}
+		})
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil // its points went with it
 		}
 		if err != nil {
-			return fmt.Errorf("read the resume points of replaced consumers: %w", explain(err))
+			return fmt.Errorf("remove the stale resume points on stream %s: %w", stream, explain(err))
 		}
-		if resp.Message == nil {
+		return nil
+	})
+}
+
+// forget removes points whose consumer exists again. Failing to is not failing the change: the
+// point is then stale, and the next plan lists it for removal.
+func (a *applier) forget(ctx context.Context, used map[string][]change.ResumePoint, why string) {
+	_ = a.eachStream(ctx, used, func(ctx context.Context, stream string, points []change.ResumePoint) error {
+		err := a.editMetadata(ctx, stream, func(md map[string]string) {
+			for _, r := range points {
+				delete(md, r.Key())
+			}
+		})
+		if err != nil {
+			var names []string
+			for _, r := range points {
+				names = append(names, r.Consumer)
+			}
+			a.note(fmt.Sprintf("the consumers %s on %s %s, but their resume points could not be removed (%v): they are stale, and the next apply removes them", strings.Join(names, ", "), stream, why, explain(err)))
+		}
+		return nil
+	})
+}
+
+// eachStream runs op once per stream, streams concurrently.
+func (a *applier) eachStream(ctx context.Context, byStream map[string][]change.ResumePoint, op func(ctx context.Context, stream string, points []change.ResumePoint) error) error {
+	streams := slices.Sorted(maps.Keys(byStream))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(a.opts.Concurrency)
+	for _, s := range streams {
+		g.Go(func() error { return op(gctx, s, byStream[s]) })
+	}
+	return g.Wait()
+}
+
+// editMetadata changes a stream's metadata on the configuration the server holds at that
+// moment, read just before, so nothing else of the stream changes.
+func (a *applier) editMetadata(ctx context.Context, stream string, edit func(md map[string]string)) error {
+	_, err := a.editStream(ctx, stream, func(cfg *jetstream.StreamConfig) {
+		md := maps.Clone(cfg.Metadata)
+		if md == nil {
+			md = map[string]string{}
+		}
+		edit(md)
+		cfg.Metadata = md
+	})
+	return err
+}
+
+// editStream changes a stream's configuration as the server holds it at that moment (read just
+// before), and returns the stream's state after: the update's answer when there was one. The
+// server's own `_nats.*` metadata is left to the server.
+func (a *applier) editStream(ctx context.Context, stream string, edit func(cfg *jetstream.StreamConfig)) (*jetstream.StreamInfo, error) {
+	var info *jetstream.StreamInfo
+	err := a.call(ctx, func(ctx context.Context) error {
+		s, err := a.js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		cfg := s.CachedInfo().Config
+		md := map[string]string{}
+		for k, v := range cfg.Metadata {
+			if !strings.HasPrefix(k, "_nats.") {
+				md[k] = v
+			}
+		}
+		cfg.Metadata = md
+		before := cfg
+		before.Metadata = maps.Clone(md)
+		before.Subjects = slices.Clone(cfg.Subjects)
+		edit(&cfg)
+		if maps.Equal(before.Metadata, cfg.Metadata) && slices.Equal(before.Subjects, cfg.Subjects) {
+			info = s.CachedInfo()
 			return nil
 		}
-		seq = resp.Message.Seq + 1
-		var point change.ResumePoint
-		// A deleted point leaves an empty marker: nothing to resume.
-		if len(resp.Message.Data) == 0 || json.Unmarshal(resp.Message.Data, &point) != nil || point.Consumer == "" {
-			continue
+		updated, err := a.js.UpdateStream(ctx, cfg)
+		if err != nil {
+			return err
 		}
-		r.st.Resumes[[2]string{point.Stream, point.Consumer}] = point
-	}
-}
-
-func (a *applier) resumeBucket(ctx context.Context) (jetstream.KeyValue, error) {
-	a.kvOnce.Do(func() {
-		a.kv, a.kvErr = stateBucket(ctx, a.js, 1)
+		info = updated.CachedInfo()
+		return nil
 	})
-	return a.kv, a.kvErr
-}
-
-// recordResume writes where c's replacement starts, before c is deleted. Put, not create: a
-// point left by an earlier stopped run is replaced by this run's, which read the live consumer.
-func (a *applier) recordResume(ctx context.Context, c change.Change) error {
-	kv, err := a.resumeBucket(ctx)
-	if err != nil {
-		return err
-	}
-	r := change.StartOf(c.Stream, c.Consumer, c.ConsumerConfig)
-	r.Recorded = time.Now().UTC()
-	data, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	return a.call(ctx, func(ctx context.Context) error {
-		_, err := kv.Put(ctx, resumeKey(c.Stream, c.Consumer), data)
-		return err
-	})
-}
-
-// forgetResume removes a point once its consumer exists again.
-func (a *applier) forgetResume(ctx context.Context, c change.Change) error {
-	kv, err := a.resumeBucket(ctx)
-	if err != nil {
-		return err
-	}
-	return a.call(ctx, func(ctx context.Context) error {
-		err := kv.Delete(ctx, resumeKey(c.Stream, c.Consumer))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
-		}
-		return err
-	})
+	return info, err
 }

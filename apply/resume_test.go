@@ -95,15 +95,21 @@ func rerunResumes(t *testing.T, b *meshBus, consumer string, plan *compiler.Plan
 		t.Fatalf("the rerun: %v", err)
 	}
 	requireResumedAfterFloor(t, b, consumer)
+	if points := resumePoints(t, b); len(points) != 0 {
+		t.Fatalf("resume points left after the consumer was made again: %+v", points)
+	}
+	requireEmpty(t, diffNow(t, b.controller.nc, plan, change.DiffOptions{}), "the rerun converged")
+	b.controller.requireNoViolation(t)
+}
+
+// resumePoints reads the resume points EVENTS carries, as the server holds them.
+func resumePoints(t *testing.T, b *meshBus) map[string]change.ResumePoint {
+	t.Helper()
 	live, err := Read(t.Context(), b.controller.nc, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(live.Resumes) != 0 {
-		t.Fatalf("resume points left after the consumer was made again: %+v", live.Resumes)
-	}
-	requireEmpty(t, change.Diff(live, plan, change.DiffOptions{}), "the rerun converged")
-	b.controller.requireNoViolation(t)
+	return live.Stream(compiler.EventsStream).Resumes()
 }
 
 // An apply killed between a replaced consumer's delete and its create: the rerun finds where
@@ -131,7 +137,13 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live.Resumes = nil
+	for i := range live.Streams {
+		for k := range live.Streams[i].Config.Metadata {
+			if strings.HasPrefix(k, change.ResumeKeyPrefix) {
+				delete(live.Streams[i].Config.Metadata, k)
+			}
+		}
+	}
 	if c := findChange(t, change.Diff(live, plan, change.DiffOptions{}), change.KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy || len(c.Notes) != 0 {
 		t.Fatalf("without a recorded point the consumer would start at %v", c.ConsumerConfig.DeliverPolicy)
 	}
@@ -160,4 +172,118 @@ func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
 
 	restarted := startMeshBusIn(t, b.dir, b.plan)
 	rerunResumes(t, restarted, consumer, plan)
+}
+
+// An apply stopped after making a replaced consumer again and before removing its resume point
+// leaves the point behind: the rerun's plan says it is stale, apply removes it, and it never
+// starts anything.
+func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+	stopped := errors.New("killed")
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterCreate: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
+		t.Fatalf("the fault hook did not stop the apply: %v", err)
+	}
+	if _, ok := resumePoints(t, b)[consumer]; !ok {
+		t.Fatal("the stopped apply left no point behind: the case is not set up")
+	}
+
+	cs = diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	if len(cs.Stale) != 1 || cs.Stale[0].Consumer != consumer || !strings.Contains(cs.Stale[0].Why, "the consumer exists") || cs.Empty() {
+		t.Fatalf("the rerun's plan does not call the point stale: %+v", cs.Stale)
+	}
+	var text strings.Builder
+	if err := change.Render(&text, cs, output.Text); err != nil || !strings.Contains(text.String(), "1 stale resume point(s) to remove") || !strings.Contains(text.String(), "is stale") {
+		t.Fatalf("the rendered plan does not say so:\n%s", text.String())
+	}
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if points := resumePoints(t, b); len(points) != 0 {
+		t.Fatalf("the stale point survived the apply: %+v", points)
+	}
+	requireEmpty(t, diffNow(t, b.controller.nc, plan, change.DiffOptions{}), "the stale point is gone")
+	requireResumedAfterFloor(t, b, consumer)
+	b.controller.requireNoViolation(t)
+}
+
+// The case: a point left behind, then the stream removed and applied again. The new
+// stream's consumer starts at the beginning of the new stream, whatever sequence the old one
+// had reached, so what arrives next is delivered.
+func TestAPointLeftBehindNeverStartsAConsumerOnANewStream(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+	stopped := errors.New("killed")
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterCreate: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
+		t.Fatalf("the fault hook did not stop the apply: %v", err)
+	}
+	if err := b.other.DeleteStream(t.Context(), compiler.EventsStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := converge(t, b.controller.nc, b.controller.js, plan, change.DiffOptions{}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	info := publishFive(t, b, consumer)
+	if info.NumPending != 5 {
+		t.Fatalf("the consumer made on the new stream has %d pending after 5 messages matched its filter (it starts at %v %d)",
+			info.NumPending, info.Config.DeliverPolicy, info.Config.OptStartSeq)
+	}
+}
+
+// publishFive publishes five messages the consumer's filter matches and returns its state.
+func publishFive(t *testing.T, b *meshBus, consumer string) *jetstream.ConsumerInfo {
+	t.Helper()
+	cons, err := b.other.Consumer(t.Context(), compiler.EventsStream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := cons.CachedInfo().Config.FilterSubject
+	if filter == "" {
+		filter = cons.CachedInfo().Config.FilterSubjects[0]
+	}
+	subject := strings.NewReplacer("*", "x", ">", "x").Replace(filter)
+	for n := range 5 {
+		if _, err := b.other.Publish(t.Context(), subject, []byte(fmt.Sprint(n))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// The point of a consumer the plan no longer has (removed, or renamed) is stale: listed by the
+// plan and removed by apply, never left to start a consumer of that name one day.
+func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+	stopped := errors.New("killed")
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterDelete: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
+		t.Fatalf("the fault hook did not stop the apply: %v", err)
+	}
+	renamed := clonePlanUsers(plan)
+	renamed.Consumers = slices.Clone(plan.Consumers)
+	for i := range renamed.Consumers {
+		if renamed.Consumers[i].Config.Durable == consumer {
+			renamed.Consumers[i].Config.Durable = consumer + "_v2"
+			renamed.Consumers[i].Config.Name = consumer + "_v2"
+		}
+	}
+	cs = diffNow(t, b.controller.nc, renamed, change.DiffOptions{})
+	if len(cs.Stale) != 1 || cs.Stale[0].Consumer != consumer || !strings.Contains(cs.Stale[0].Why, "no longer has") {
+		t.Fatalf("the plan does not list the dropped consumer's point as stale: %+v", cs.Stale)
+	}
+	if _, err := Apply(t.Context(), b.controller.js, cs, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if points := resumePoints(t, b); len(points) != 0 {
+		t.Fatalf("the dropped consumer's point survived: %+v", points)
+	}
+	requireEmpty(t, diffNow(t, b.controller.nc, renamed, change.DiffOptions{}), "the renamed consumer exists and no point is left")
+	b.controller.requireNoViolation(t)
 }

@@ -59,7 +59,7 @@ type cluster struct {
 	servers []*server.Server
 }
 
-func runCluster(t *testing.T) *cluster {
+func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 	t.Helper()
 	const n = 3
 	ports := freePorts(t, 2*n)
@@ -83,6 +83,9 @@ func runCluster(t *testing.T) *cluster {
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = ports[n+i]
 		o.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		for _, edit := range edits {
+			edit(o)
+		}
 		c.opts = append(c.opts, o)
 		c.servers = append(c.servers, nil)
 	}

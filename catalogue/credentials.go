@@ -75,6 +75,33 @@ func RecordHashes(dir string, hashes map[string]string) error {
 	return e.Record(hashes)
 }
 
+// The first line of a credentials.yaml meshc writes, one per auth: what the file keeps.
+const (
+	passwordHeader = "# Recorded bcrypt hashes of the bus users, written by `meshc mint`. Never a plaintext."
+	nkeyHeader     = "# Recorded nkey public keys of the bus users, written by `meshc mint`. Never a seed."
+)
+
+// CredentialsHeader is the first line meshc writes in a credentials.yaml for the mesh's auth.
+func CredentialsHeader(nkeys bool) string {
+	if nkeys {
+		return nkeyHeader
+	}
+	return passwordHeader
+}
+
+// CredentialFits says what is wrong with a recorded value for the mesh's auth: with auth: nkey
+// a user's public key (U…), else a bcrypt hash the server recognises. nil when it fits. The
+// value itself is never repeated: it may be the secret.
+func CredentialFits(nkeyMesh bool, v string) error {
+	if nkeyMesh {
+		if !nkeys.IsValidPublicUserKey(v) {
+			return errors.New("is not an nkey user's public key (U…)")
+		}
+		return nil
+	}
+	return CheckHash(v)
+}
+
 // CredentialsEdit is dir's credentials.yaml, read under a lock that is held until Close: two
 // `meshc mint` at once each read, merge and write the file, and without the lock the second
 // write drops the first one's hashes — passwords printed for hashes nobody recorded.
@@ -85,6 +112,9 @@ type CredentialsEdit struct {
 	recorded map[string]*yaml.Node // username → its value node
 	order    []*yaml.Node          // the keys, in file order
 	lock     *filelock.Lock
+	// Header is the file's first line when meshc writes it anew, and replaces the other
+	// auth's header when a mint switches the file over (CredentialsHeader).
+	Header string
 }
 
 // EditCredentials locks dir's credentials.yaml and reads it. A file meshc cannot rewrite
@@ -110,7 +140,7 @@ func EditCredentials(dir string) (*CredentialsEdit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
-	e := &CredentialsEdit{path: path, mode: 0o600, recorded: map[string]*yaml.Node{}, lock: lock}
+	e := &CredentialsEdit{path: path, mode: 0o600, recorded: map[string]*yaml.Node{}, lock: lock, Header: passwordHeader}
 	if err := e.read(); err != nil {
 		lock.Unlock()
 		return nil, err
@@ -216,9 +246,13 @@ func (e *CredentialsEdit) Record(hashes map[string]string) error {
 	}
 	var lines []string
 	if e.data == nil {
-		lines = []string{"# Recorded bcrypt hashes of the bus users, written by `meshc mint`. Never a plaintext."}
+		lines = []string{e.Header}
 	} else {
 		lines = strings.Split(strings.TrimSuffix(string(e.data), eol), eol)
+		// A file switched from one auth to the other no longer says it keeps what it kept.
+		if (lines[0] == passwordHeader || lines[0] == nkeyHeader) && e.Header != "" {
+			lines[0] = e.Header
+		}
 	}
 	indent := ""
 	if len(e.order) > 0 {

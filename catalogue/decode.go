@@ -2,6 +2,7 @@ package catalogue
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,7 +111,12 @@ func (d *decoder) text(n *yaml.Node, what string) (Text, bool) {
 
 // texts decodes a list of strings. A single string where a list belongs is refused with the fix,
 // because `emits: built` silently meaning `[built]` would hide a misplaced key.
-func (d *decoder) texts(n *yaml.Node, what string) []Text {
+func (d *decoder) texts(n *yaml.Node, what string) []Text { return d.textList(n, what, false) }
+
+// uniqueTexts is texts where an entry may appear once: a repeat is a finding, and dropped.
+func (d *decoder) uniqueTexts(n *yaml.Node, what string) []Text { return d.textList(n, what, true) }
+
+func (d *decoder) textList(n *yaml.Node, what string, unique bool) []Text {
 	n = d.resolve(n)
 	if isNull(n) {
 		return nil
@@ -125,9 +131,18 @@ func (d *decoder) texts(n *yaml.Node, what string) []Text {
 	}
 	out := make([]Text, 0, len(n.Content))
 	for _, item := range n.Content {
-		if t, ok := d.text(item, "each entry of "+what); ok {
-			out = append(out, t)
+		t, ok := d.text(item, "each entry of "+what)
+		if !ok {
+			continue
 		}
+		// The same entry twice in a manifest says nothing more and often hides a typo meant as
+		// another entry: one finding, and the repeat is dropped so nothing downstream reports it
+		// again. (A machine's runs keep theirs: the user derived twice is user-duplicate's.)
+		if i := slices.IndexFunc(out, func(x Text) bool { return x.Value == t.Value }); unique && i >= 0 {
+			d.fail(item, "%s lists %s twice (first at line %d); keep one", what, Excerpt(t.Value), out[i].Pos.Line)
+			continue
+		}
+		out = append(out, t)
 	}
 	return out
 }

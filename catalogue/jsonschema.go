@@ -22,6 +22,7 @@ type jsonSchema struct {
 	Type                 any                    `json:"type,omitempty"`
 	Enum                 []string               `json:"enum,omitempty"`
 	Pattern              string                 `json:"pattern,omitempty"`
+	MaxLength            *int64                 `json:"maxLength,omitempty"`
 	Minimum              *int64                 `json:"minimum,omitempty"`
 	Maximum              *int64                 `json:"maximum,omitempty"`
 	Items                *jsonSchema            `json:"items,omitempty"`

@@ -53,14 +53,17 @@ type Ignore struct {
 type Mesh struct {
 	File string
 	// Name is the NATS account the users live in.
-	Name       Text
+	Name Text
+	// ID says which catalogue of the mesh this is: every stream and consumer apply writes is
+	// marked with it, so two catalogues that share a name never take each other's objects.
+	ID         Text
 	Roles      []*Seat
 	Controller Controller
 	// Aliases are seat renames, old to new, in file order.
 	Aliases     []Alias
 	SharedNames []Text
 	Streams     Streams
-	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationShared.
+	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationPerModule.
 	Isolation Text
 	// Auth is AuthPassword or AuthNKey; empty means AuthPassword.
 	Auth Text
@@ -102,19 +105,22 @@ type RuleSetting struct {
 
 // Approval is one intentional break: the breaking rule (replay, retention, widening,
 // contract), what it is about — a consumer STREAM/name, a stream, a bus user, an event or tool
-// MODULE.NAME, a seat, or work SEAT.KIND — and why it is wanted.
+// MODULE.NAME, a seat, or work SEAT.KIND — the before and after it was given for, as the
+// break's finding spells them, and why it is wanted. It approves that break alone.
 type Approval struct {
-	Pos    Pos
-	Rule   Text
-	On     Text
-	Reason Text
+	Pos      Pos
+	Rule     Text
+	On       Text
+	From, To Text
+	Reason   Text
 }
 
 // The values of mesh.yaml's isolation and auth.
 const (
 	// IsolationShared puts every bus user in the mesh's one account.
 	IsolationShared = "shared-account"
-	// IsolationPerModule gives every principal but the controller an account of its own.
+	// IsolationPerModule gives every module an account its instances share, and every other
+	// principal but the controller an account of its own: the default.
 	IsolationPerModule = "account-per-module"
 	// AuthPassword: each user connects with a name and a password, recorded as a bcrypt hash.
 	AuthPassword = "password"
@@ -122,8 +128,9 @@ const (
 	AuthNKey = "nkey"
 )
 
-// PerModule reports whether the mesh gives every principal an account of its own.
-func (m *Mesh) PerModule() bool { return m.Isolation.Value == IsolationPerModule }
+// PerModule reports whether the mesh gives every module and every other principal an account of
+// its own: unless mesh.yaml says shared-account.
+func (m *Mesh) PerModule() bool { return m.Isolation.Value != IsolationShared }
 
 // NKeys reports whether the mesh's users connect with nkeys.
 func (m *Mesh) NKeys() bool { return m.Auth.Value == AuthNKey }

@@ -17,14 +17,14 @@ func moduleTable(m *Module) *table {
 	return &table{what: "a module manifest", doc: "A module manifest: one module, what it offers the mesh and what it needs from it. One file per module under modules/.",
 		required: []string{"module"},
 		fields: []field{
-			{"module", text(&m.Name), "The module's name, unique in the catalogue: lower-case letters, digits and -, at most 63 characters, not starting mesh- or node-. It names the module's bus users (mod.<machine>.<module>) and its subjects (mesh.mod.<module>.…)."},
+			{"module", named(&m.Name, NameGrammar), "The module's name, unique in the catalogue: lower-case letters, digits and -, at most 63 characters, not starting mesh- or node-. It names the module's bus users (mod.<machine>.<module>) and its subjects (mesh.mod.<module>.…)."},
 			{"description", text(&m.Description), "What the module is, in a line, for people reading the catalogue."},
-			{"provides", texts(&m.Provides), "Interfaces the module provides (an interface is a word, such as oci-build)."},
-			{"requires", texts(&m.Requires), "Interfaces the module needs: a module that provides each must run on some machine."},
-			{"emits", texts(&m.Emits), "The events the module announces, as local names (built, image.pushed): never a subject, never prefixed with the module. Each is published on mesh.mod.<module>.event.<event>."},
-			{"consumes", texts(&m.Consumes), "Events the module consumes, as EMITTER.EVENT: EMITTER is a module or a seat, and a final ** takes every event of one emitter (photos.**), or of all (**)."},
-			{"tools", texts(&m.Tools), "Request/reply tools the module serves, each one word; served on mesh.mod.<module>.tool.<tool>."},
-			{"calls", texts(&m.Calls), "Tools the module may call, as MODULE.TOOL."},
+			{"provides", once(texts(&m.Provides)), "Interfaces the module provides (an interface is a word, such as oci-build)."},
+			{"requires", once(texts(&m.Requires)), "Interfaces the module needs: a module that provides each must run on some machine."},
+			{"emits", once(nameds(&m.Emits, EventGrammar)), "The events the module announces, as local names (built, image.pushed): never a subject, never prefixed with the module. Each is published on mesh.mod.<module>.event.<event>."},
+			{"consumes", once(texts(&m.Consumes)), "Events the module consumes, as EMITTER.EVENT: EMITTER is a module or a seat, and a final ** takes every event of one emitter (photos.**), or of all (**)."},
+			{"tools", once(nameds(&m.Tools, TokenGrammar)), "Request/reply tools the module serves, each one word; served on mesh.mod.<module>.tool.<tool>."},
+			{"calls", once(texts(&m.Calls)), "Tools the module may call, as MODULE.TOOL."},
 			{"seats", listOf(func() (*table, func()) {
 				s := &Seat{Declarer: m}
 				return seatTable(s, "a seat"), func() {
@@ -33,8 +33,8 @@ func moduleTable(m *Module) *table {
 					}
 				}
 			}), "Seats the module declares: jobs some module holds, to which work is sent and whose events are announced by the seat rather than its holder."},
-			{"claims", texts(&m.Claims), "Seats the module holds. A mesh-scoped seat has one holder in the mesh; a node-scoped one, one per machine."},
-			{"uses", texts(&m.Uses), "Seats the module submits work to."},
+			{"claims", once(nameds(&m.Claims, NameGrammar)), "Seats the module holds. A mesh-scoped seat has one holder in the mesh; a node-scoped one, one per machine."},
+			{"uses", once(nameds(&m.Uses, NameGrammar)), "Seats the module submits work to."},
 			{"files", pairs(func(k, v Text) { m.Files = append(m.Files, FileRequest{Kind: k, Path: v}) }, "file kinds", "paths"),
 				"Files the mesh writes for this module, kind: path. The kinds are the mesh's (bus-users is the bus's user list, for the holder of mesh-broker); lint checks them."},
 		},
@@ -54,11 +54,11 @@ func seatTable(s *Seat, what string) *table {
 	return &table{what: what, label: what + "'s ", doc: "A seat: a job some module holds. Work is submitted to the seat and its events are announced by the seat, so nobody needs to know which module holds it today.",
 		required: []string{"name", "scope"},
 		fields: []field{
-			{"name", text(&s.Name), "The seat's name: lower-case letters, digits and -. Only mesh.yaml's roles may take mesh-* and node-* names."},
+			{"name", named(&s.Name, NameGrammar), "The seat's name: lower-case letters, digits and -. Only mesh.yaml's roles may take mesh-* and node-* names."},
 			{"scope", textIn(&s.Scope, "mesh", "node"), "mesh: one holder in the whole mesh; node: one holder per machine."},
 			{"delivers", text(&s.Delivers), "The interface the seat's holder must provide. A seat with no delivers, accepts or emits is a marker: it only says which module holds it."},
-			{"accepts", texts(&s.Accepts), "Kinds of work that may be submitted to the seat, each one word; submitted on mesh.seat.<seat>.accept.<kind> and queued in the stream SEAT_<SEAT> until a holder takes it."},
-			{"emits", texts(&s.Emits), "Events the seat announces, whoever holds it, as local names; published on mesh.seat.<seat>.event.<event>."},
+			{"accepts", once(nameds(&s.Accepts, TokenGrammar)), "Kinds of work that may be submitted to the seat, each one word; submitted on mesh.seat.<seat>.accept.<kind> and queued in the stream SEAT_<SEAT> until a holder takes it."},
+			{"emits", once(nameds(&s.Emits, EventGrammar)), "Events the seat announces, whoever holds it, as local names; published on mesh.seat.<seat>.event.<event>."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			switch {
@@ -79,6 +79,7 @@ func meshTable(m *Mesh) *table {
 		required: []string{"name"},
 		fields: []field{
 			{"name", text(&m.Name), "The mesh's name: the NATS account every bus user of the mesh lives in."},
+			{"id", text(&m.ID), "Which catalogue of the mesh this is, minted once (`uuidgen` prints one) and never changed: every stream and consumer meshc apply writes is marked with it, and apply never changes or prunes what another catalogue marked, even one that shares the mesh's name."},
 			{"roles", listOf(func() (*table, func()) {
 				s := &Seat{}
 				return seatTable(s, "a role"), func() {
@@ -102,7 +103,7 @@ func meshTable(m *Mesh) *table {
 			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
 			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
 			{"limits", mapping(limitsTable(&m.Limits)), "What each bus user's connections and the mesh's account may hold on the server. Every limit has a default derived from the catalogue; set one only to change it."},
-			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, and every other user gets an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
+			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "account-per-module (the default): the mesh's account keeps JetStream and mesh-controller, every module gets one account its instances share (so each tool call is served once), and every other user an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects. shared-account: every bus user lives in the mesh's one account, which loads and reloads faster, and in which a caller chooses where any answer goes (lint's forgeable-events)."},
 			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
@@ -128,13 +129,15 @@ func approvalTable(a *Approval) *table {
 		fields: []field{
 			{"rule", oneOf(&a.Rule, "replay", "retention", "widening", "contract"), "The breaking rule approved: replay, retention, widening or contract."},
 			{"on", text(&a.On), "What the break is about: a consumer STREAM/name, a stream, a bus user, an event or tool MODULE.NAME, a seat, or work SEAT.KIND."},
+			{"from", text(&a.From), "What the break changes from, as its finding spells it (retention: `max-age 720h`); left out when the break has no before."},
+			{"to", text(&a.To), "What the break changes to, as its finding spells it (retention: `max-age 24h`; replay: the new consumer STREAM/name; widening: what the user may now do); left out when the break has no after (contract: what was offered is gone)."},
 			{"reason", text(&a.Reason), "Why the break is wanted, kept in the repository so it is reviewed with the change."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
 			a.Pos = d.pos(n)
 			for _, k := range []string{"rule", "on", "reason"} {
 				if seen[k] == nil {
-					d.fail(n, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, reason: <why it is wanted>}`", k)
+					d.fail(n, "an approval needs %s: write `{rule: replay|retention|widening|contract, on: <what breaks>, from: <before>, to: <after>, reason: <why it is wanted>}`, as the break's finding gives it", k)
 					return
 				}
 			}
@@ -224,8 +227,8 @@ func nodeTable(n *Node) *table {
 	return &table{what: "a node", label: "a node's ", doc: "A machine and what it runs.",
 		required: []string{"name"},
 		fields: []field{
-			{"name", text(&n.Name), "The machine's name: lower-case letters, digits and -."},
-			{"runs", texts(&n.Runs), "The modules the machine runs, by name."},
+			{"name", named(&n.Name, NameGrammar), "The machine's name: lower-case letters, digits and -."},
+			{"runs", nameds(&n.Runs, NameGrammar), "The modules the machine runs, by name."},
 			{"enrolling", boolean(&n.Enrolling), "true while the machine holds a live enrolment token: it gets a user enrol.<machine> that may only ask to join."},
 		},
 		check: func(d *decoder, y *yaml.Node, seen map[string]*yaml.Node) {
@@ -240,7 +243,7 @@ func personTable(p *Person) *table {
 	return &table{what: "a person", label: "a person's ", doc: "Somebody who may call tools.",
 		required: []string{"name"},
 		fields: []field{
-			{"name", text(&p.Name), "The person's name: lower-case letters, digits and -."},
+			{"name", named(&p.Name, NameGrammar), "The person's name: lower-case letters, digits and -."},
 			{"may-call", texts(&p.MayCall), "Tools the person may call, as MODULE.TOOL, or \"*\" for every tool of every module."},
 		},
 		check: func(d *decoder, y *yaml.Node, seen map[string]*yaml.Node) {

@@ -65,8 +65,33 @@ type shape interface {
 	says() string
 }
 
+// A Grammar is what a name must look like: lint's name and event checks and the JSON Schemas
+// an editor checks with both take it from here (docs/catalogue.md, "Names"), so an editor marks
+// `module: Catalog_Bad` as lint does.
+type Grammar struct {
+	// Pattern is the whole value as a regular expression (RE2, which JSON Schema's ECMA-262
+	// patterns agree with for these).
+	Pattern string
+	// MaxLen bounds the length in characters; 0 is no bound.
+	MaxLen int
+}
+
+// The grammars of the catalogue's names.
+var (
+	// NameGrammar: modules, seats, machines, people.
+	NameGrammar = Grammar{Pattern: `^[a-z][a-z0-9-]*$`, MaxLen: 63}
+	// TokenGrammar: a tool, a kind of work.
+	TokenGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*$`}
+	// EventGrammar: tokens joined by dots.
+	EventGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$`}
+)
+
 // text is a string.
 func text(to *Text) shape { return textShape{to: to} }
+
+// named is a string of a grammar: the loader takes any string (lint's name rule judges it, with
+// its fix), and the schema carries the grammar so an editor marks it too.
+func named(to *Text, g Grammar) shape { return textShape{to: to, grammar: &g} }
 
 // oneOf is a string that must be one of words; the loader refuses any other.
 func oneOf(to *Text, words ...string) shape { return textShape{to: to, words: words, refuse: true} }
@@ -76,9 +101,10 @@ func oneOf(to *Text, words ...string) shape { return textShape{to: to, words: wo
 func textIn(to *Text, words ...string) shape { return textShape{to: to, words: words} }
 
 type textShape struct {
-	to     *Text
-	words  []string
-	refuse bool
+	to      *Text
+	words   []string
+	refuse  bool
+	grammar *Grammar
 }
 
 func (s textShape) decode(d *decoder, _, v *yaml.Node, what string) {
@@ -93,7 +119,21 @@ func (s textShape) decode(d *decoder, _, v *yaml.Node, what string) {
 	*s.to = t
 }
 
-func (s textShape) schema() *jsonSchema { return &jsonSchema{Type: "string", Enum: s.words} }
+func (s textShape) schema() *jsonSchema {
+	return s.grammar.apply(&jsonSchema{Type: "string", Enum: s.words})
+}
+
+// apply puts the grammar on a string's schema.
+func (g *Grammar) apply(s *jsonSchema) *jsonSchema {
+	if g != nil {
+		s.Pattern = g.Pattern
+		if g.MaxLen > 0 {
+			n := int64(g.MaxLen)
+			s.MaxLength = &n
+		}
+	}
+	return s
+}
 
 func (s textShape) says() string {
 	if len(s.words) > 0 {
@@ -103,13 +143,33 @@ func (s textShape) says() string {
 }
 
 // texts is a list of strings; nothing (`key:` with no value) is an empty list.
-func texts(to *[]Text) shape { return textsShape{to} }
+func texts(to *[]Text) shape { return textsShape{to: to} }
 
-type textsShape struct{ to *[]Text }
+// nameds is a list of strings of a grammar (named's list).
+func nameds(to *[]Text, g Grammar) shape { return textsShape{to: to, grammar: &g} }
 
-func (s textsShape) decode(d *decoder, _, v *yaml.Node, what string) { *s.to = d.texts(v, what) }
+type textsShape struct {
+	to      *[]Text
+	grammar *Grammar
+	unique  bool
+}
+
+// once is a list whose entries may each appear once.
+func once(s shape) shape {
+	t := s.(textsShape)
+	t.unique = true
+	return t
+}
+
+func (s textsShape) decode(d *decoder, _, v *yaml.Node, what string) {
+	if s.unique {
+		*s.to = d.uniqueTexts(v, what)
+		return
+	}
+	*s.to = d.texts(v, what)
+}
 func (s textsShape) schema() *jsonSchema {
-	return &jsonSchema{Type: []string{"array", "null"}, Items: &jsonSchema{Type: "string"}}
+	return &jsonSchema{Type: []string{"array", "null"}, Items: s.grammar.apply(&jsonSchema{Type: "string"})}
 }
 func (textsShape) says() string { return "list of strings" }
 

@@ -52,6 +52,11 @@ type Field struct {
 	New  string `json:"new"`
 	// Replaces: the server cannot change this in place, so the object is deleted and made again.
 	Replaces bool `json:"replaces,omitempty"`
+	// Discards: the server changes this in place by dropping messages the stream holds
+	// (replace.go); DiscardsWhen says which, and Drops how many, where the bus could say.
+	Discards     bool   `json:"discards,omitempty"`
+	DiscardsWhen string `json:"discards_when,omitempty"`
+	Drops        string `json:"drops,omitempty"`
 	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
 	// change adds and takes away: a reviewer reads one new filter, not two long lists.
 	Added   []string `json:"added,omitempty"`
@@ -123,15 +128,36 @@ type Change struct {
 	// Unmanaged names, for a stream being replaced, the consumers on it that meshc does not
 	// manage: a replace would delete them, so it is refused whatever the flags.
 	Unmanaged []string
-	// ResumeRecorded: the bus holds a resume point for this consumer (an earlier replace
-	// stopped between delete and create); apply removes it once the consumer exists again.
+	// ResumeRecorded: the consumer's stream holds a resume point for it (an earlier replace
+	// stopped between delete and create), which this create starts from; apply removes the
+	// point once the consumer exists again.
 	ResumeRecorded bool
+	// Adopts: the object exists without any meshc mark (another application's, or made by hand
+	// or before marks): applying the change makes it the mesh's, which only --adopt permits.
+	Adopts bool
+	// Foreign names whose mark the object (or its stream) carries when it is another mesh's or
+	// another catalogue's: the change is refused whatever the flags.
+	Foreign string
 	// Unreadable: the server reported the object (or its stream's consumers) missing or offline,
 	// so it was left alone; the bus may still differ from the plan there.
 	Unreadable bool
 	// StreamConfig or ConsumerConfig is what apply asserts (nil for a delete or no-op).
 	StreamConfig   *jetstream.StreamConfig
 	ConsumerConfig *jetstream.ConsumerConfig
+}
+
+// Discarding lists the fields of a change the server makes by dropping stored messages.
+func (c Change) Discarding() []Field {
+	var out []Field
+	if c.Action != Update {
+		return nil
+	}
+	for _, f := range c.Fields {
+		if f.Discards {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Name is the object's name as a reviewer reads it: STREAM or STREAM/consumer.
@@ -152,6 +178,8 @@ type Changes struct {
 	// Unmanaged lists what the bus holds that meshc does not manage ("stream KV_leases",
 	// "consumer EVENTS/audit"): shown, never changed, whatever the flags.
 	Unmanaged []string
+	// Stale are resume points nothing will use, by stream and consumer: apply removes them.
+	Stale []StaleResume
 }
 
 // Count returns how many changes carry the action.
@@ -165,8 +193,9 @@ func (cs Changes) Count(a Action) int {
 	return n
 }
 
-// Empty reports whether applying would change nothing.
-func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) }
+// Empty reports whether applying would change nothing: no object to change and no stale resume
+// point to remove.
+func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) && len(cs.Stale) == 0 }
 
 // Unreadable counts the objects left alone because the server could not report them: a bus
 // with any may still differ from the plan, so "nothing to change" is not "matches".

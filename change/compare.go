@@ -18,6 +18,7 @@ func compareStreams(have, want jetstream.StreamConfig) []Field {
 	h, w := normalStream(have), normalStream(want)
 	fields := compareStructs(reflect.ValueOf(h), reflect.ValueOf(w), map[string]bool{"name": true})
 	markReplaces(fields, streamReplaceRules, h, w)
+	markDiscards(fields, h, w)
 	return fields
 }
 

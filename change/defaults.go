@@ -85,11 +85,12 @@ func sortedCopy(s []string) []string {
 }
 
 // userMetadata drops the `_nats.*` keys the server injects (its version and API level): they
-// are the server's, not the plan's, and would otherwise differ on every object.
+// are the server's, not the plan's, and would otherwise differ on every object. So are apply's
+// own bookkeeping keys — resume points, a parked stream's subjects — which no plan names.
 func userMetadata(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
-		if !strings.HasPrefix(k, "_nats.") {
+		if !strings.HasPrefix(k, "_nats.") && !strings.HasPrefix(k, ResumeKeyPrefix) && k != ParkedKey {
 			out[k] = v
 		}
 	}

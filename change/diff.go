@@ -21,18 +21,21 @@ type DiffOptions struct {
 // exactly what apply does. Both sides are normalised to the server's defaults and stripped of
 // the server's own metadata first, so a bus holding exactly the plan shows nothing to change.
 //
-// Ownership: what the plan names is the mesh's, and gets the mesh's mark on its next update (an
-// existing bus is adopted). What it does not name is pruned only when it carries the mark;
-// everything else — KV and object-store buckets, other applications' streams, consumers another
-// tool added to the mesh's streams — is listed as not managed and never changed.
+// Ownership (compiler.Ownership): what the plan names and carries this catalogue's mark is the
+// mesh's. One the plan names that carries no mark is adopted only when asked (Change.Adopts,
+// apply --adopt), and one carrying another mesh's or another catalogue's mark is never changed
+// (Change.Foreign). What the plan does not name is pruned only when it carries this catalogue's
+// mark; everything else — KV and object-store buckets, other applications' streams, consumers
+// another tool added to the mesh's streams — is listed as not managed and never changed.
 func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 	d := &diffing{live: live, plan: plan, opts: opts,
-		wantStreams: map[string]bool{}, replaced: map[string]bool{}, deleted: map[string]bool{},
+		wantStreams: map[string]bool{}, foreign: map[string]string{}, replaced: map[string]bool{}, deleted: map[string]bool{},
 		unread: map[string]bool{}, wantConsumers: map[[2]string]bool{}}
 	d.plannedStreams()
 	d.strayStreams()
 	d.plannedConsumers()
 	d.strayConsumers()
+	d.staleResumes()
 	return d.changes()
 }
 
@@ -46,10 +49,15 @@ type diffing struct {
 	cs   Changes
 
 	wantStreams   map[string]bool
+	foreign       map[string]string // the plan's streams another mesh or catalogue marked: whose
 	replaced      map[string]bool
 	deleted       map[string]bool
 	unread        map[string]bool
 	wantConsumers map[[2]string]bool
+	// liveConsumers indexes each live stream's consumers by name, built on first use: looking
+	// each planned consumer up by scanning its stream's list was quadratic in a stream's
+	// consumers (EVENTS holds one per consuming module instance).
+	liveConsumers map[*Stream]map[string]*Consumer
 
 	strays             []string // not in the plan and left alone (no prune)
 	strayConsumerNames []string
@@ -74,14 +82,27 @@ func (d *diffing) plannedStreams() {
 			c.Notes = append(c.Notes, fmt.Sprintf("stream %s is %s: it exists, so it is not created again, and it cannot be compared, so it is not changed; apply again when its peers are back", name, ls.Unavailable))
 		default:
 			c.Messages = ls.Messages
+			d.owner(&c, ls.Config.Metadata)
+			if c.Foreign != "" {
+				d.foreign[name] = c.Foreign
+			}
 			c.Fields = compareStreams(ls.Config, want)
 			c.Action = actionFor(c.Fields)
-			if c.Action == NoOp {
+			switch c.Action {
+			case NoOp:
 				c.StreamConfig = nil
+			case Update:
+				// Resume points still to be used ride along an update of their stream.
+				want.Metadata = withResumes(want.Metadata, d.neededResumes(ls))
 			}
 		}
 		if ls != nil && ls.ConsumersUnread {
 			d.unread[name] = true
+		}
+		if ls != nil && ls.Unavailable == "" {
+			if _, parked := ParkedSubjects(ls.Config); parked {
+				c.Notes = append(c.Notes, parkedNote(name))
+			}
 		}
 		if c.Action == Replace {
 			d.replaced[name] = true
@@ -112,7 +133,7 @@ func (d *diffing) strayStreams() {
 		case ls.Unavailable != "":
 			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan and is %s: left alone", ls.Name, ls.Unavailable))
 		case !d.plan.Owns(ls.Config.Metadata):
-			d.cs.Unmanaged = append(d.cs.Unmanaged, unmanagedStream(ls))
+			d.cs.Unmanaged = append(d.cs.Unmanaged, unmanagedStream(ls, d.plan))
 		case len(foreign) > 0:
 			// Deleting a stream deletes every consumer on it, and some are not the mesh's.
 			d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("stream %s is not in the plan but carries consumers meshc does not manage (%s): left alone, since deleting it would delete them",
@@ -121,6 +142,12 @@ func (d *diffing) strayStreams() {
 			d.deleted[ls.Name] = true
 			d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages})
 		default:
+			if _, parked := ParkedSubjects(ls.Config); parked {
+				// Left alone, it must at least take messages again.
+				want := Unparked(ls.Config)
+				d.cs.Items = append(d.cs.Items, Change{Action: Update, Kind: KindStream, Stream: ls.Name, Messages: ls.Messages,
+					StreamConfig: &want, Fields: compareStreams(ls.Config, want), Notes: []string{parkedNote(ls.Name)}})
+			}
 			d.strays = append(d.strays, ls.Name)
 		}
 	}
@@ -136,7 +163,11 @@ func (d *diffing) plannedConsumers() {
 		want := pc.Config
 		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
-		lc := live.Consumer(pc.Stream, name)
+		lc := d.liveConsumer(pc.Stream, name)
+		if whose, ok := d.foreign[pc.Stream]; ok {
+			c.Foreign = whose
+			c.Notes = append(c.Notes, fmt.Sprintf("its stream %s carries the mark of %s: neither it nor its consumers are changed", pc.Stream, whose))
+		}
 		switch {
 		case d.unread[pc.Stream]:
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
@@ -145,17 +176,23 @@ func (d *diffing) plannedConsumers() {
 			c.Action = Create
 		case lc == nil:
 			c.Action = Create
-			if r, ok := live.Resumes[[2]string{pc.Stream, name}]; ok {
+			if r, ok := d.neededResumes(live.Stream(pc.Stream))[name]; ok {
 				// An apply deleted it to replace it and stopped before making it again.
 				r.applyTo(&want)
-				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on the bus before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
+				c.ResumeRecorded = true
+				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on its stream before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
 					name, pc.Stream, r.describe()))
 			}
 		case lc.Unavailable != "":
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
 			c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s is %s: not made again, not changed", name, pc.Stream, lc.Unavailable))
 		default:
-			c.Fields, c.Notes = compareConsumers(*lc, &want)
+			var notes []string
+			c.Fields, notes = compareConsumers(*lc, &want)
+			c.Notes = append(c.Notes, notes...)
+			if c.Foreign == "" {
+				d.owner(&c, lc.Config.Metadata)
+			}
 			c.Action = actionFor(c.Fields)
 			if c.Action == Replace {
 				resumeAfterAckFloor(*lc, &want, &c)
@@ -164,9 +201,31 @@ func (d *diffing) plannedConsumers() {
 				c.ConsumerConfig = nil
 			}
 		}
-		_, c.ResumeRecorded = live.Resumes[[2]string{pc.Stream, name}]
 		d.cs.Items = append(d.cs.Items, c)
 	}
+}
+
+// liveConsumer is live.Consumer(stream, name), from an index built once per stream: the first
+// consumer of that name, or nil.
+func (d *diffing) liveConsumer(stream, name string) *Consumer {
+	ls := d.live.Stream(stream)
+	if ls == nil {
+		return nil
+	}
+	byName, ok := d.liveConsumers[ls]
+	if !ok {
+		byName = make(map[string]*Consumer, len(ls.Consumers))
+		for i := range ls.Consumers {
+			if _, dup := byName[ls.Consumers[i].Name]; !dup {
+				byName[ls.Consumers[i].Name] = &ls.Consumers[i]
+			}
+		}
+		if d.liveConsumers == nil {
+			d.liveConsumers = map[*Stream]map[string]*Consumer{}
+		}
+		d.liveConsumers[ls] = byName
+	}
+	return byName[name]
 }
 
 // strayConsumers decides about each consumer of the bus the plan does not have, on the streams
@@ -185,19 +244,91 @@ func (d *diffing) strayConsumers() {
 			case lc.Unavailable != "":
 				d.cs.Notes = append(d.cs.Notes, fmt.Sprintf("consumer %s on %s is not in the plan and is %s: left alone", lc.Name, ls.Name, lc.Unavailable))
 			case !d.plan.Owns(lc.Config.Metadata):
-				d.unmanagedConsumers = append(d.unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name)
+				d.unmanagedConsumers = append(d.unmanagedConsumers, "consumer "+ls.Name+"/"+lc.Name+markedBy(lc.Config.Metadata, d.plan))
 			case d.replaced[ls.Name] || d.deleted[ls.Name]:
 				// Goes with its stream; said in the stream's note.
 			case !d.wantStreams[ls.Name] && !d.opts.Prune:
 				// Its stream is already counted as left alone.
 			case d.opts.Prune:
-				_, recorded := d.live.Resumes[[2]string{ls.Name, lc.Name}]
-				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name, ResumeRecorded: recorded})
+				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name})
 			default:
 				d.strayConsumerNames = append(d.strayConsumerNames, ls.Name+"/"+lc.Name)
 			}
 		}
 	}
+}
+
+// parkedNote says a stream is parked, for a plan that finds one.
+func parkedNote(stream string) string {
+	return fmt.Sprintf("stream %s is parked (its subjects moved to %s by an apply that stopped before deleting it, so it takes no message): apply gives them back unless it deletes the stream", stream, ParkedSubject(stream))
+}
+
+// neededResumes are the resume points a live stream of the plan carries that a create will use:
+// their consumer is in the plan and missing from the bus. None on a stream that is not the
+// plan's, is replaced (the new stream starts empty), or whose consumers could not be read.
+func (d *diffing) neededResumes(ls *Stream) map[string]ResumePoint {
+	if ls == nil || !d.wantStreams[ls.Name] || d.replaced[ls.Name] || ls.ConsumersUnread || ls.Unavailable != "" {
+		return nil
+	}
+	out := map[string]ResumePoint{}
+	for consumer, r := range ls.Resumes() {
+		if r.Recorded.IsZero() {
+			continue // not a point apply wrote: stale
+		}
+		if d.planned(ls.Name, consumer) && d.live.Consumer(ls.Name, consumer) == nil {
+			out[consumer] = r
+		}
+	}
+	return out
+}
+
+// planned says whether the plan has the consumer.
+func (d *diffing) planned(stream, consumer string) bool {
+	return slices.ContainsFunc(d.plan.Consumers, func(pc compiler.Consumer) bool {
+		return pc.Stream == stream && compiler.ConsumerName(pc.Config) == consumer
+	})
+}
+
+// staleResumes lists the resume points of the plan's streams that nothing will use: the
+// consumer exists (an apply stopped between making it again and removing its point), or the
+// plan no longer has it (removed or renamed). A replaced stream's go with it.
+func (d *diffing) staleResumes() {
+	for i := range d.live.Streams {
+		ls := &d.live.Streams[i]
+		if !d.wantStreams[ls.Name] || d.replaced[ls.Name] || ls.ConsumersUnread || ls.Unavailable != "" {
+			continue
+		}
+		needed := d.neededResumes(ls)
+		for consumer := range ls.Resumes() {
+			if _, ok := needed[consumer]; ok {
+				continue
+			}
+			why := "the plan no longer has the consumer"
+			switch {
+			case d.live.Consumer(ls.Name, consumer) != nil:
+				why = "the consumer exists: an apply made it again and stopped before removing the point"
+			case d.planned(ls.Name, consumer):
+				why = "meshc did not write it"
+			}
+			d.cs.Stale = append(d.cs.Stale, StaleResume{Stream: ls.Name, Consumer: consumer, Why: why})
+		}
+	}
+	sortStale(d.cs.Stale)
+}
+
+// withResumes returns metadata carrying the resume points as well (md is never changed).
+func withResumes(md map[string]string, points map[string]ResumePoint) map[string]string {
+	if len(points) == 0 {
+		return md
+	}
+	out := make(map[string]string, len(md)+len(points))
+	for k, v := range md {
+		out[k] = v
+	}
+	for _, r := range points {
+		out[r.Key()] = r.Value()
+	}
+	return out
 }
 
 // changes puts the change set in its order: streams, then consumers, each by name; the notes
@@ -221,15 +352,43 @@ func (d *diffing) changes() Changes {
 	return cs
 }
 
-// unmanagedStream names a stream meshc does not manage, saying what it is when its name says so.
-func unmanagedStream(ls Stream) string {
+// unmanagedStream names a stream meshc does not manage, saying what it is when its name says so,
+// and whose mark it carries when it carries another's.
+func unmanagedStream(ls Stream, plan *compiler.Plan) string {
 	switch {
 	case strings.HasPrefix(ls.Name, "KV_"):
 		return "stream " + ls.Name + " (key-value bucket " + strings.TrimPrefix(ls.Name, "KV_") + ")"
 	case strings.HasPrefix(ls.Name, "OBJ_"):
 		return "stream " + ls.Name + " (object store " + strings.TrimPrefix(ls.Name, "OBJ_") + ")"
 	}
-	return "stream " + ls.Name
+	return "stream " + ls.Name + markedBy(ls.Config.Metadata, plan)
+}
+
+// markedBy says " (marked by …)" for an object another mesh or catalogue marked, else "".
+func markedBy(md map[string]string, plan *compiler.Plan) string {
+	switch plan.Ownership(md) {
+	case compiler.OtherMesh, compiler.OtherCatalogue:
+		return " (marked by " + compiler.Whose(md) + ")"
+	}
+	return ""
+}
+
+// owner notes what an existing object's mark makes of a change to it: an adoption for an
+// unmarked one, a refusal for another's, an upgrade for a mark that names the mesh alone.
+func (d *diffing) owner(c *Change, md map[string]string) {
+	noun := string(c.Kind) + " " + c.Name()
+	switch d.plan.Ownership(md) {
+	case compiler.Unmarked:
+		c.Adopts = true
+		c.Notes = append(c.Notes, fmt.Sprintf("%s exists without meshc's mark (another application's, made by hand, or by a meshc from before marks): apply makes it the mesh's, with the plan's settings, only with --adopt", noun))
+	case compiler.OtherMesh, compiler.OtherCatalogue:
+		c.Foreign = compiler.Whose(md)
+		c.Notes = append(c.Notes, fmt.Sprintf("%s carries the mark of %s: it is not this catalogue's, and apply never changes it, whatever the flags", noun, c.Foreign))
+	case compiler.Ours:
+		if _, hasID := md[compiler.CatalogueKey]; !hasID && d.plan.Catalogue != "" {
+			c.Notes = append(c.Notes, fmt.Sprintf("%s is marked with the mesh's name alone (from before catalogues had an id): its mark gains this catalogue's id", noun))
+		}
+	}
 }
 
 // foreignConsumers names the consumers on a stream that do not carry the mesh's mark and the

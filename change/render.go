@@ -3,6 +3,7 @@ package change
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/internal/output"
@@ -33,7 +34,27 @@ func (cs Changes) Summary() string {
 	if n := cs.Unreadable(); n > 0 {
 		s += fmt.Sprintf(" (%d of them unreadable, left alone)", n)
 	}
+	if n := len(cs.Stale); n > 0 {
+		s += fmt.Sprintf("; %d stale resume point(s) to remove", n)
+	}
 	return s
+}
+
+// DropsSaid is what a discarding field drops: how many where the bus could say, else when.
+func (f Field) DropsSaid() string {
+	if f.Drops != "" {
+		return f.Drops
+	}
+	return f.DiscardsWhen
+}
+
+// notes are the change set's notes, then its stale resume points, each in a sentence.
+func (cs Changes) notes() []string {
+	out := slices.Clone(cs.Notes)
+	for _, s := range cs.Stale {
+		out = append(out, s.String())
+	}
+	return out
 }
 
 // shown is what a reviewer needs to see: every change, and every unchanged object that carries a
@@ -75,15 +96,18 @@ func renderText(w io.Writer, cs Changes) error {
 			if f.Replaces {
 				b.WriteString("  (forces replacement)")
 			}
+			if f.Discards && c.Action == Update {
+				fmt.Fprintf(&b, "  (discards stored messages: %s)", f.DropsSaid())
+			}
 			b.WriteString("\n")
 		}
 		for _, n := range c.Notes {
 			fmt.Fprintf(&b, "      note: %s\n", safetext.Line(n))
 		}
 	}
-	if len(cs.Notes) > 0 {
+	if notes := cs.notes(); len(notes) > 0 {
 		b.WriteString("\nNotes:\n")
-		for _, n := range cs.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(&b, "  - %s\n", safetext.Line(n))
 		}
 	}
@@ -109,10 +133,13 @@ func renderText(w io.Writer, cs Changes) error {
 //	     // a list field also says what it adds and removes: "added": [...], "removed": [...]
 //	     "messages": 12,                                   // streams only
 //	     "unreadable": true,                               // only when the server could not report it
+//	     "adopts": true,                                   // only when it carries no meshc mark
+//	     "foreign": "mesh \"other\"",                      // only when another mesh or catalogue marked it
 //	     "notes": ["…"]}
 //	  ],
 //	  "notes": ["…"],
-//	  "not_managed": ["stream KV_leases (key-value bucket leases)", "consumer EVENTS/audit"]
+//	  "not_managed": ["stream KV_leases (key-value bucket leases)", "consumer EVENTS/audit"],
+//	  "stale_resume_points": [{"stream": "EVENTS", "consumer": "old", "why": "…"}]
 //	}
 //
 // Values are rendered as text in the JetStream API's own words ("workqueue", "720h0m0s").
@@ -123,6 +150,8 @@ type jsonChanges struct {
 	Notes   []string     `json:"notes"`
 	// NotManaged is what the bus holds that meshc never changes.
 	NotManaged []string `json:"not_managed"`
+	// Stale are resume points apply removes.
+	Stale []StaleResume `json:"stale_resume_points"`
 }
 
 type jsonSummary struct {
@@ -144,6 +173,8 @@ type jsonChange struct {
 	Fields     []Field  `json:"fields"`
 	Messages   *uint64  `json:"messages,omitempty"`
 	Unreadable bool     `json:"unreadable,omitempty"`
+	Adopts     bool     `json:"adopts,omitempty"`
+	Foreign    string   `json:"foreign,omitempty"`
 	Notes      []string `json:"notes"`
 }
 
@@ -154,12 +185,16 @@ func renderJSON(w io.Writer, cs Changes) error {
 		Changes:    []jsonChange{},
 		Notes:      nonNil(cs.Notes),
 		NotManaged: nonNil(cs.Unmanaged),
+		Stale:      cs.Stale,
+	}
+	if out.Stale == nil {
+		out.Stale = []StaleResume{}
 	}
 	for _, c := range cs.shown() {
 		jc := jsonChange{
 			Action: c.Action.Word(), Symbol: strings.TrimSpace(c.Action.String()), Kind: c.Kind,
 			Stream: c.Stream, Consumer: c.Consumer, Fields: c.Fields, Notes: nonNil(c.Notes),
-			Unreadable: c.Unreadable,
+			Unreadable: c.Unreadable, Adopts: c.Adopts, Foreign: c.Foreign,
 		}
 		if jc.Fields == nil {
 			jc.Fields = []Field{}
@@ -211,6 +246,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				if f.Replaces {
 					s += " (forces replacement)"
 				}
+				if f.Discards && c.Action == Update {
+					s += " (**discards stored messages**: " + mdCell(f.DropsSaid()) + ")"
+				}
 				what = append(what, s)
 			}
 			for _, n := range c.Notes {
@@ -219,9 +257,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, mdCell(c.Name()), strings.Join(what, "<br>"))
 		}
 	}
-	if len(cs.Notes) > 0 {
+	if notes := cs.notes(); len(notes) > 0 {
 		b.WriteString("\n")
-		for _, n := range cs.Notes {
+		for _, n := range notes {
 			fmt.Fprintf(&b, "- %s\n", mdCell(n))
 		}
 	}

@@ -86,7 +86,7 @@ func TestDiffIsPureAndOrdered(t *testing.T) {
 		t.Fatalf("changes, in order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// Pruning touches only what carries the mark; the rest is listed, streams first.
-	wantUnmanaged := []string{"stream KV_leases (key-value bucket leases)", "stream ORDERS", "consumer EVENTS/audit"}
+	wantUnmanaged := []string{"stream KV_leases (key-value bucket leases)", `stream ORDERS (marked by mesh "another-mesh")`, "consumer EVENTS/audit"}
 	if !slices.Equal(cs.Unmanaged, wantUnmanaged) {
 		t.Fatalf("not managed: %q, want %q", cs.Unmanaged, wantUnmanaged)
 	}

@@ -2,11 +2,12 @@ package change
 
 import "github.com/nats-io/nats.go/jetstream"
 
-// The replace rules: every setting the server will not change in place, so that changing it
-// means deleting the object and making it again — and what that can lose. A reviewer answers
-// "can this change lose data?" here, top to bottom; compareStreams and compareConsumers only
-// look rules up. Sources: docs/nats.md, "Streams" and "Consumers and which updates the server
-// refuses", and nats-server's own update checks (server/stream.go
+// The rules that answer "can this change lose data?", read top to bottom: first every setting
+// the server will not change in place, so that changing it means deleting the object and making
+// it again (a replace); then every setting the server does change in place but by dropping
+// messages the stream holds (a discard). compareStreams and compareConsumers only look rules up.
+// Sources: docs/nats.md ("Streams", "Consumers and which updates the server refuses", "Changes
+// that drop messages"), and nats-server's own update checks (server/stream.go
 // checkStreamCfg/updateWithAdvisory, server/consumer.go checkConsumerCfg).
 //
 // What a replace loses, and what stops it losing it quietly:
@@ -19,6 +20,11 @@ import "github.com/nats-io/nats.go/jetstream"
 //     and create is resumed by the rerun (resume.go). Messages delivered but not yet
 //     acknowledged are delivered again, as after any redelivery. Refused unless
 //     --allow-replace.
+
+// What a discard loses: the messages beyond the new limit, at once, and those the server stops
+// keeping from then on. Refused unless --allow-discard, on a stream holding messages or not (a
+// count read at plan time is stale by the update), and shown with how many it drops where the
+// bus can say (apply.CountDrops).
 
 // replaceRule is one setting that forces a replace, and when.
 type replaceRule[C any] struct {
@@ -65,12 +71,58 @@ var consumerReplaceRules = []replaceRule[jetstream.ConsumerConfig]{
 	{"mem_storage", "always", always[jetstream.ConsumerConfig]},
 }
 
+// streamDiscardRules are the settings the server changes in place by dropping stored messages
+// (checked on a real server: TestEveryDiscardRuleDropsMessages). Not among them, also checked: a
+// lower max_msg_size (it refuses new messages only), fewer subjects (the messages stay), fewer
+// replicas (every message stays on the peers kept), discard old → new (it refuses new messages
+// instead of dropping old ones).
+var streamDiscardRules = []replaceRule[jetstream.StreamConfig]{
+	{"max_msgs", "lowered: the oldest beyond the new count go at once", func(h, w jetstream.StreamConfig) bool { return lowered(h.MaxMsgs, w.MaxMsgs) }},
+	{"max_bytes", "lowered: the oldest go until the stream fits", func(h, w jetstream.StreamConfig) bool { return lowered(h.MaxBytes, w.MaxBytes) }},
+	{"max_age", "lowered: messages older than the new age go at once", func(h, w jetstream.StreamConfig) bool {
+		return lowered(int64(h.MaxAge), int64(w.MaxAge))
+	}},
+	{"max_msgs_per_subject", "lowered: each subject's oldest beyond the new count go at once", func(h, w jetstream.StreamConfig) bool {
+		return lowered(h.MaxMsgsPerSubject, w.MaxMsgsPerSubject)
+	}},
+	{"retention", "limits → interest: every message no consumer still has to deliver goes at once", func(h, w jetstream.StreamConfig) bool {
+		return h.Retention == jetstream.LimitsPolicy && w.Retention == jetstream.InterestPolicy
+	}},
+	{"discard", "new → old: a full stream drops its oldest messages instead of refusing new ones", func(h, w jetstream.StreamConfig) bool {
+		return h.Discard == jetstream.DiscardNew && w.Discard == jetstream.DiscardOld
+	}},
+	{"discard_new_per_subject", "turned off: a subject at its limit drops its oldest instead of refusing new ones", func(h, w jetstream.StreamConfig) bool {
+		return h.DiscardNewPerSubject && !w.DiscardNewPerSubject
+	}},
+}
+
+// lowered reports whether a limit goes down: none (zero or negative) becoming one, or a limit
+// becoming smaller.
+func lowered(have, want int64) bool {
+	if want <= 0 {
+		return false
+	}
+	return have <= 0 || want < have
+}
+
 // markReplaces sets Replaces on each differing field a rule says forces a replace.
 func markReplaces[C any](fields []Field, rules []replaceRule[C], have, want C) {
 	for i := range fields {
 		for _, r := range rules {
 			if r.Field == fields[i].Name {
 				fields[i].Replaces = r.forces(have, want)
+			}
+		}
+	}
+}
+
+// markDiscards sets Discards on each differing field a rule says drops stored messages.
+func markDiscards(fields []Field, have, want jetstream.StreamConfig) {
+	for i := range fields {
+		for _, r := range streamDiscardRules {
+			if r.Field == fields[i].Name && r.forces(have, want) {
+				fields[i].Discards = true
+				fields[i].DiscardsWhen = r.When
 			}
 		}
 	}

@@ -10,9 +10,6 @@ import (
 // State is what the bus holds: every stream with its consumers, sorted by name.
 type State struct {
 	Streams []Stream
-	// Resumes are the recorded starts of consumers whose replacement was begun (the old one
-	// deleted) and perhaps not finished, by stream and consumer.
-	Resumes map[[2]string]ResumePoint
 	// Requests is how many API requests the read cost: a handful per stream, never one per
 	// consumer.
 	Requests int

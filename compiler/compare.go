@@ -32,6 +32,27 @@ type GrantChange struct {
 	Widening []string `json:"widening,omitempty"`
 }
 
+// Widened reports whether the change lets a user do more in a way worth a reviewer's second
+// look: an existing user gaining any grant, or a new user gaining one that reaches past its
+// own things (a person, a wildcard, another module's subject). A machine or a module instance
+// that only gets its own inbox, events and consumer is a user added, not a widening. The
+// widening rule fires on exactly these and a review counts exactly these, so the two agree.
+func (uc UserChange) Widened() bool {
+	if len(uc.Gained) == 0 {
+		return false
+	}
+	return !uc.Added || slices.ContainsFunc(uc.Gained, func(g GrantChange) bool { return len(g.Widening) > 0 })
+}
+
+// Means is what the change means in the catalogue's words: the grant that is the subject
+// itself, else the first that covers it.
+func (g GrantChange) Means() string {
+	if len(g.Because) == 0 {
+		return g.Action + " " + g.Subject
+	}
+	return g.Because[0].Means
+}
+
 // Responses is the action of allow_responses in a review: answering requests received.
 const Responses = "responses"
 
@@ -140,7 +161,11 @@ func boolInt(b bool) int {
 // across the mesh, and are not called out.
 func widening(u *User, subject string, added bool, because []Grant) []string {
 	var out []string
-	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
+	// Its own inbox and acks; and a tool server's answers with an account per module: the server's
+	// replies into its module's account and its own module's instances' inboxes, what
+	// allow_responses is in one account.
+	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.") || subject == ServiceReplies ||
+		u.Kind == KindModule && subject == SiblingInboxes(u.Module)
 	if added && u.Kind == KindPerson && !own {
 		out = append(out, "a new person")
 	}
@@ -240,4 +265,74 @@ func lineDelta(base, head []string) (gained, lost []string) {
 		}
 	}
 	return gained, lost
+}
+
+// ReadChange is one consumer reading more or less after a change: who reads (the module, or
+// mesh-controller), through which consumer, and each `consumes` (or `follows`) entry gained or
+// lost, with its manifest line — what "photos may now read registry's image.pushed" is made of.
+type ReadChange struct {
+	// Reader is the module the consumer reads for, or mesh-controller.
+	Reader   string `json:"reader"`
+	User     string `json:"user"`
+	Consumer string `json:"consumer"`
+	Added    bool   `json:"added,omitempty"`
+	Removed  bool   `json:"removed,omitempty"`
+	// Gained and Lost are the entries behind the filters: a gain's from the head, a loss's from
+	// the base. An entry whose subjects the other side already reads is no change.
+	Gained []Grant `json:"gained"`
+	Lost   []Grant `json:"lost"`
+}
+
+// CompareReads lists, in the head plan's consumer order then the base's removed consumers,
+// every consumer of a module or the controller whose reads a change from base to head changes.
+func CompareReads(base, head *Plan) []ReadChange {
+	key := func(c *Consumer) string { return c.Stream + "/" + ConsumerName(c.Config) }
+	baseConsumers := map[string]*Consumer{}
+	for i := range base.Consumers {
+		baseConsumers[key(&base.Consumers[i])] = &base.Consumers[i]
+	}
+	headUsers, baseUsers := usersByName(head), usersByName(base)
+	reader := func(users map[string]*User, c *Consumer) string {
+		if u := users[c.User]; u != nil && u.Module != "" {
+			return u.Module
+		}
+		return c.User
+	}
+	delta := func(from, to []Grant) []Grant {
+		out := []Grant{}
+		for _, g := range to {
+			if !slices.ContainsFunc(from, func(x Grant) bool { return Covers(x.Subject, g.Subject) }) {
+				out = append(out, g)
+			}
+		}
+		return out
+	}
+	var out []ReadChange
+	seen := map[string]bool{}
+	for i := range head.Consumers {
+		h := &head.Consumers[i]
+		if len(h.Reads) == 0 {
+			continue
+		}
+		k := key(h)
+		seen[k] = true
+		b := baseConsumers[k]
+		rc := ReadChange{Reader: reader(headUsers, h), User: h.User, Consumer: k, Added: b == nil}
+		var before []Grant
+		if b != nil {
+			before = b.Reads
+		}
+		rc.Gained, rc.Lost = delta(before, h.Reads), delta(h.Reads, before)
+		if len(rc.Gained)+len(rc.Lost) > 0 {
+			out = append(out, rc)
+		}
+	}
+	for i := range base.Consumers {
+		b := &base.Consumers[i]
+		if k := key(b); len(b.Reads) > 0 && !seen[k] {
+			out = append(out, ReadChange{Reader: reader(baseUsers, b), User: b.User, Consumer: k, Removed: true,
+				Gained: []Grant{}, Lost: slices.Clone(b.Reads)})
+		}
+	}
+	return out
 }

@@ -40,8 +40,8 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
-		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys()}}
+	c := &compilation{ix: ix,
+		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
 	users, consumers := 1, 3+len(ix.Seats)
@@ -54,6 +54,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 		}
 	}
 	c.plan.Users = make([]User, 0, users)
+	c.users = make(map[string]catalogue.Pos, users)
 	c.plan.Consumers = make([]Consumer, 0, consumers)
 	c.controller()
 	c.machines()
@@ -62,6 +63,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.isolate()
+	c.servedTools()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.limits()
@@ -136,35 +138,32 @@ func ackGrants(stream, consumer string) []string {
 func (c *compilation) controller() {
 	m := c.ix.Catalogue.Mesh
 	var pub, sub granted
-	pub.add(m.Name.Pos, "the control plane", []string{
-		"$JS.API.>",
-		// It tells every machine what to run.
-		"mesh.node.*.declare",
-		// It answers an enrolment at the address the request carries in its payload: a request
-		// a stream captures gets the stream's PubAck as its reply, so the transport's reply
-		// subject cannot carry the answer (docs/nats.md, "A stream answers the requests it
-		// captures"). Nothing but an enrolling machine subscribes under this prefix, each to its
-		// own.
-		EnrolmentAnswers("*"),
-		// apply's lock and the resume points of the consumers it replaces are keys of a bucket
-		// on the bus, and writing a key is a publish ($JS.API.> covers reading them).
-		ApplyBucketSubjects(),
-	}...)
-	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", ackGrants(ControlStream, ReportsConsumer)...)
-	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", ackGrants(ControlStream, EnrolmentsConsumer)...)
+	pub.add(m.Name.Pos, "the control plane", "manage every stream and consumer (the JetStream API)", "$JS.API.>")
+	// It tells every machine what to run.
+	pub.add(m.Name.Pos, "the control plane", "declare what every machine runs", "mesh.node.*.declare")
+	// It answers an enrolment at the address the request carries in its payload: a request a
+	// stream captures gets the stream's PubAck as its reply, so the transport's reply subject
+	// cannot carry the answer (docs/nats.md, "A stream answers the requests it captures").
+	// Nothing but an enrolling machine subscribes under this prefix, each to its own.
+	pub.add(m.Name.Pos, "the control plane", "answer every machine's enrolment", EnrolmentAnswers("*"))
+	// apply's lock is a key of a bucket on the bus, and writing a key is a publish ($JS.API.>
+	// covers reading it).
+	pub.add(m.Name.Pos, "the control plane", "keep apply's lock", ApplyBucketSubjects())
+	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", readsOwn(ControlStream, ReportsConsumer), ackGrants(ControlStream, ReportsConsumer)...)
+	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", readsOwn(ControlStream, EnrolmentsConsumer), ackGrants(ControlStream, EnrolmentsConsumer)...)
 	if len(c.follows()) > 0 {
-		pub.add(m.Controller.Follows[0].Pos, "controller follows events", ackGrants(EventsStream, ControllerUser)...)
+		pub.add(m.Controller.Follows[0].Pos, "controller follows events", readsOwn(EventsStream, ControllerUser), ackGrants(EventsStream, ControllerUser)...)
 	}
 	for _, s := range m.Controller.Submits {
 		if seat := c.ix.Seat(s.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub.add(s.Pos, "controller submits "+k.Value+" work to "+seat.Name.Value, Work(seat.Name.Value, k.Value))
+				pub.add(s.Pos, "controller submits "+k.Value+" work to "+seat.Name.Value, submits(seat.Name.Value, k.Value), Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
-	sub.add(m.Name.Pos, "its own inbox", Inbox(ControllerUser))
+	sub.add(m.Name.Pos, "its own inbox", ownInbox, Inbox(ControllerUser))
 	// Heartbeats are heard live and never stored.
-	sub.add(m.Name.Pos, "the control plane hears heartbeats", Heartbeat("*"))
+	sub.add(m.Name.Pos, "the control plane hears heartbeats", "hear every machine's heartbeat", Heartbeat("*"))
 	c.addUser(User{
 		Name: ControllerUser, Kind: KindController, Source: m.Name.Pos,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
@@ -193,11 +192,11 @@ func (c *compilation) machines() {
 	for _, n := range nodes {
 		name := n.Name.Value
 		var pub, sub granted
-		pub.add(n.Name.Pos, "machine "+name+" reports and beats", Report(name), Heartbeat(name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", ConsumerInfo(NodesStream, name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", ackGrants(NodesStream, name)...)
-		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", DeliverNodes(name))
-		sub.add(n.Name.Pos, "its own inbox", Inbox(NodeUser(name)))
+		pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
+		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
+		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
+		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
+		sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
 		c.addUser(User{
 			Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
 			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
@@ -219,8 +218,8 @@ func (c *compilation) machines() {
 		}
 		user := EnrolmentUser(n.Name.Value)
 		var pub, sub granted
-		pub.add(n.Name.Pos, "machine "+n.Name.Value+" is enrolling", Enrolment(n.Name.Value))
-		sub.add(n.Name.Pos, "its own inbox", Inbox(user))
+		pub.add(n.Name.Pos, "machine "+n.Name.Value+" is enrolling", "ask to enrol machine "+n.Name.Value, Enrolment(n.Name.Value))
+		sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindEnrolment, Source: n.Name.Pos,
 			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
@@ -233,9 +232,28 @@ func (c *compilation) machines() {
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
-	var pub, sub, responses granted
+	// Sized once, from the grants counted below: a grant is about a hundred bytes, and growing
+	// every module instance's list by doubling was the compiler's largest allocation.
+	npub := len(m.Emits) + len(m.Calls)
+	for _, claim := range m.Claims {
+		if seat := c.ix.Seat(claim.Value); seat != nil {
+			npub += len(seat.Emits)
+			if len(seat.Accepts) > 0 {
+				npub += 4 // consumerGrants
+			}
+		}
+	}
+	for _, use := range m.Uses {
+		if seat := c.ix.Seat(use.Value); seat != nil {
+			npub += len(seat.Accepts)
+		}
+	}
+	if len(m.Consumes) > 0 {
+		npub += 4 // consumerGrants
+	}
+	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(len(m.Tools))
 	for _, e := range m.Emits {
-		pub.addOf(name, e.Pos, "emits "+e.Value, ModuleEvent(name, e.Value))
+		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
 	for _, claim := range m.Claims {
 		seat := c.ix.Seat(claim.Value)
@@ -244,38 +262,61 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 		// The holder announces the seat's events, whoever holds it.
 		for _, e := range seat.Emits {
-			pub.add(claim.Pos, "claims seat "+seat.Name.Value+", which emits "+e.Value, SeatEvent(seat.Name.Value, e.Value))
+			pub.add(claim.Pos, "claims seat "+seat.Name.Value+", which emits "+e.Value, "publish seat "+seat.Name.Value+"'s event "+e.Value, SeatEvent(seat.Name.Value, e.Value))
 		}
 		if len(seat.Accepts) > 0 {
-			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", "take seat "+seat.Name.Value+"'s work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
 		}
 	}
 	for _, use := range m.Uses {
 		if seat := c.ix.Seat(use.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub.add(use.Pos, "uses seat "+seat.Name.Value+", which accepts "+k.Value, Work(seat.Name.Value, k.Value))
+				pub.add(use.Pos, "uses seat "+seat.Name.Value+", which accepts "+k.Value, submits(seat.Name.Value, k.Value), Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
-	for _, call := range m.Calls {
+	var selfCall *catalogue.Text
+	for i, call := range m.Calls {
 		module, tool := Call(call.Value)
-		pub.addOf(module, call.Pos, "calls "+call.Value, Tool(module, tool))
+		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
+		if module == name && selfCall == nil {
+			selfCall = &m.Calls[i]
+		}
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
-		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
+		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
-	sub.add(source, "its own inbox", Inbox(user))
+	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	perModule := c.ix.Catalogue.Mesh.PerModule()
 	for _, t := range m.Tools {
-		sub.addOf(name, t.Pos, "serves tool "+t.Value, Tool(name, t.Value))
-		responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, Tool(name, t.Value))
+		// Only in the module's queue group: wherever the module runs, each call is served once.
+		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
+			"serve its tool "+t.Value, Tool(name, t.Value))
+		if !perModule {
+			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+		}
+	}
+	if perModule && len(m.Tools) > 0 {
+		// With an account per module, a call from another account arrives with a reply the
+		// server wrote (`_R_.…`), and only a call from a sibling instance to the module's own
+		// tool with one in the module's account: granting exactly those, rather than
+		// allow_responses, keeps an instance that calls its own tool from answering it into a
+		// sibling's pull or acks, imports its account shares (docs/nats.md, "One account per
+		// module").
+		pub.addOf(name, m.Tools[0].Pos, "answers calls from other accounts to its tools", "answer calls from other accounts to its tools", ServiceReplies)
+		if selfCall != nil {
+			pub.addOf(name, selfCall.Pos, "answers its siblings' calls to its own tools (calls "+selfCall.Value+")",
+				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
+		}
 	}
 	c.addUser(User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
-		// One reply to a request it actually received: only a module that serves a tool answers.
-		AllowResponses: len(m.Tools) > 0,
+		// One reply to a request it actually received: only a module that serves a tool, in
+		// one account, answers this way.
+		AllowResponses: len(responses) > 0,
 	})
 }
 
@@ -293,14 +334,14 @@ func (c *compilation) people() {
 		var pub, sub granted
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub.addOf("*", t.Pos, "may-call every tool", Tool("*", "*"))
+				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", Tool("*", "*"))
 				continue
 			}
 			module, tool := Call(t.Value)
-			pub.addOf(module, t.Pos, "may-call "+t.Value, Tool(module, tool))
+			pub.addOf(module, t.Pos, "may-call "+t.Value, calls(module, tool), Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
-		sub.add(p.Name.Pos, "its own inbox", Inbox(user))
+		sub.add(p.Name.Pos, "its own inbox", ownInbox, Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindPerson, Source: p.Name.Pos,
 			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
@@ -314,10 +355,16 @@ func (c *compilation) people() {
 // at all gets one finding instead of one per user: a new catalogue otherwise linted clean, and
 // then `meshc emit` refused it until someone ran mint.
 func (c *compilation) credentials() {
-	if c.ix.Catalogue.Credentials == nil {
+	// No credentials.yaml and one recording nothing (empty, or comments only) are the same
+	// state: one finding, not one per user.
+	if cr := c.ix.Catalogue.Credentials; cr == nil || len(cr.Users) == 0 {
 		if len(c.plan.Users) > 0 {
-			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue has no %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
-				catalogue.CredentialsFile, len(c.plan.Users)))
+			what := "has no " + catalogue.CredentialsFile
+			if cr != nil {
+				what = "records nothing in " + catalogue.CredentialsFile
+			}
+			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
+				what, len(c.plan.Users)))
 		}
 		return
 	}
@@ -443,19 +490,29 @@ func (c *compilation) consumers() {
 				}
 				modSeen[r.Value] = true
 				var filters []string
+				var reads granted
 				for _, consumed := range m.Consumes {
-					filters = append(filters, Consume(c.ix, consumed.Value).Subjects...)
+					cd := Consume(c.ix, consumed.Value)
+					filters = append(filters, cd.Subjects...)
+					reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
 				}
 				add(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
 					Durable: ModuleConsumer(node, m.Name.Value),
 					AckWait: s.Events.AckWait,
 				}, filters...), r.Pos)
+				c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads
 			}
 		}
 	}
 	if follows := c.follows(); len(follows) > 0 {
 		add(EventsStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
 			mesh.Controller.Follows[0].Pos)
+		var reads granted
+		for _, f := range mesh.Controller.Follows {
+			cd := Consume(c.ix, f.Value)
+			reads.addOf(cd.Emitter, f.Pos, "follows "+f.Value, cd.reads(), cd.Subjects...)
+		}
+		c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads
 	}
 	meshPos := catalogue.Pos{File: mesh.File}
 	add(ControlStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ReportsConsumer, AckWait: s.Control.AckWait}, Report("*")), meshPos)

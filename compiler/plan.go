@@ -5,6 +5,7 @@ package compiler
 
 import (
 	"cmp"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,10 +25,17 @@ type Plan struct {
 	Consumers []Consumer
 	// Accounts is empty when every user lives in Account (isolation: shared-account). With
 	// isolation: account-per-module it holds Account first (JetStream, the controller, and what
-	// it exports), then one account per other user, in the order of Users.
+	// it exports), then one account per module (its instances') and one per other user, in the
+	// order their first user comes in Users.
 	Accounts []Account
+	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
+	// may call it: what a tool server checks a caller against.
+	Tools []ServedTool
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
+	// Catalogue is mesh.yaml's id: which catalogue of the mesh this is, in every object's mark.
+	// "" when mesh.yaml has none: the mark then names the mesh alone.
+	Catalogue string
 
 	// shared is the one account of a shared-account mesh, with its limits (MeshAccount).
 	shared Account
@@ -48,9 +56,54 @@ func (p *Plan) User(name string) *User {
 
 // OwnerKey is the metadata key that marks a stream or consumer as this mesh's: its value is the
 // mesh's name. An account holds more than the mesh — KV and object-store buckets are streams too,
-// and other applications and tools add their own streams and consumers (docs/nats.md, "Streams") —
-// so apply changes and prunes only what carries the mark, and never deletes anything else.
+// and other applications and tools add their own streams and consumers (docs/nats.md,
+// "Streams") — so apply changes and prunes only what carries the mark, and never deletes
+// anything else.
 const OwnerKey = "meshc.mesh"
+
+// CatalogueKey is the metadata key that says which catalogue of the mesh marked an object: its
+// value is mesh.yaml's id. Two catalogues that share a mesh name (two repositories, a fork, a
+// test copy) would otherwise take each other's objects for their own, and prune them.
+const CatalogueKey = "meshc.catalogue"
+
+// Ownership is what an object's mark says about it, to one plan.
+type Ownership int
+
+const (
+	// Unmarked: no mark. Another application's, or made before meshc marked what it made;
+	// the plan's own names are adopted only when asked (apply --adopt).
+	Unmarked Ownership = iota
+	// Ours: this catalogue's mark, or this mesh's name alone (a mark from before catalogues
+	// had an id, upgraded on the object's next update).
+	Ours
+	// OtherMesh: another mesh's mark. Never changed or deleted.
+	OtherMesh
+	// OtherCatalogue: this mesh's name with another catalogue's id. Never changed or deleted.
+	OtherCatalogue
+)
+
+// Ownership says whose an object is by its metadata.
+func (p *Plan) Ownership(md map[string]string) Ownership {
+	mesh, marked := md[OwnerKey]
+	switch {
+	case !marked:
+		return Unmarked
+	case mesh != p.Account:
+		return OtherMesh
+	}
+	if id, ok := md[CatalogueKey]; ok && id != p.Catalogue {
+		return OtherCatalogue
+	}
+	return Ours
+}
+
+// Whose says whose mark an object carries, in words, for one that is not the plan's.
+func Whose(md map[string]string) string {
+	if id, ok := md[CatalogueKey]; ok {
+		return fmt.Sprintf("catalogue %q of mesh %q", id, md[OwnerKey])
+	}
+	return fmt.Sprintf("mesh %q", md[OwnerKey])
+}
 
 // Mark gives every stream and consumer of the plan the mesh's ownership mark, keeping any other
 // metadata. Compile calls it; apply calls it again on what it sends, so a hand-made plan is
@@ -64,25 +117,29 @@ func (p *Plan) Mark() {
 	}
 }
 
-// Marked returns metadata carrying the mesh's mark: md itself when it has it, else a copy with
-// it added (md is never changed).
+// Marked returns metadata carrying this catalogue's mark: md itself when it has it exactly, else
+// a copy with it set (md is never changed). A mark naming the mesh alone gains the catalogue.
 func (p *Plan) Marked(md map[string]string) map[string]string {
-	if p.Owns(md) {
+	mesh, marked := md[OwnerKey]
+	id, hasID := md[CatalogueKey]
+	if marked && mesh == p.Account && hasID == (p.Catalogue != "") && id == p.Catalogue {
 		return md
 	}
-	out := make(map[string]string, len(md)+1)
+	out := make(map[string]string, len(md)+2)
 	for k, v := range md {
 		out[k] = v
 	}
 	out[OwnerKey] = p.Account
+	delete(out, CatalogueKey)
+	if p.Catalogue != "" {
+		out[CatalogueKey] = p.Catalogue
+	}
 	return out
 }
 
-// Owns reports whether an object's metadata carries this mesh's mark.
-func (p *Plan) Owns(metadata map[string]string) bool {
-	v, ok := metadata[OwnerKey]
-	return ok && v == p.Account
-}
+// Owns reports whether an object's metadata carries this catalogue's mark (or this mesh's name
+// alone, from before catalogues had an id).
+func (p *Plan) Owns(metadata map[string]string) bool { return p.Ownership(metadata) == Ours }
 
 // UserKind is what a bus user is in the mesh.
 type UserKind string
@@ -121,7 +178,7 @@ type User struct {
 	Grants Grants
 	// NKey is the recorded nkey public key when the mesh uses nkeys, or "".
 	NKey string
-	// Account is the account the user lives in: the plan's Account, or its own.
+	// Account is the account the user lives in: the plan's Account, its module's, or its own.
 	Account string
 }
 
@@ -156,6 +213,10 @@ type Consumer struct {
 	// User is the one user that pulls or receives it, "" for a seat's holder consumer, which
 	// whoever holds the seat shares.
 	User string
+	// Reads are what a module's (or the controller's) consumer reads, one `consumes` (or
+	// `follows`) entry at a time, each with its filter subjects and what it means ("read
+	// registry's image.pushed"): what a review of a new consumer says, never emitted.
+	Reads []Grant
 }
 
 // ConsumerName is the name the server knows a consumer by: its durable name, or its name.

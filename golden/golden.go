@@ -46,13 +46,16 @@ func Check(dir string, files []File) ([]Stale, error) {
 		if !missing && bytes.Equal(committed, f.Data) {
 			continue
 		}
-		from := "a/" + f.Name
+		// The headers name the golden file as the user reaches it (examples/mesh/golden/plan.json,
+		// not plan.json), so the diff says which file, and applies from where meshc ran.
+		shown := filepath.ToSlash(path)
+		from := "a/" + shown
 		if missing {
 			from = "/dev/null"
 		}
 		stale = append(stale, Stale{
 			Name: f.Name, Missing: missing,
-			Diff: udiff.Unified(from, "b/"+f.Name, string(committed), string(f.Data)),
+			Diff: udiff.Unified(from, "b/"+shown, string(committed), string(f.Data)),
 		})
 	}
 	return stale, nil

@@ -56,12 +56,14 @@ func TestCheckAndWrite(t *testing.T) {
 		t.Error("the rewritten golden file kept its old modification time: the check above could not fail")
 	}
 
-	// A stale file's diff is a unified diff showing exactly the changed line.
+	// A stale file's diff is a unified diff showing exactly the changed line, its headers naming
+	// the golden file where it is (the directory's path and the file's), not the bare name.
 	stale, _ = Check(dir, []File{{"b.txt", []byte("one\n2\nthree\n")}})
 	if len(stale) != 1 {
 		t.Fatalf("want one stale file, got %+v", stale)
 	}
-	for _, want := range []string{"--- a/b.txt", "+++ b/b.txt", "-TWO", "+2"} {
+	shown := filepath.ToSlash(filepath.Join(dir, "b.txt"))
+	for _, want := range []string{"--- a/" + shown + "\n", "+++ b/" + shown + "\n", "-TWO", "+2"} {
 		if !strings.Contains(stale[0].Diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, stale[0].Diff)
 		}

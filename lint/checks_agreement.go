@@ -36,7 +36,9 @@ type subjectSet struct {
 }
 
 func newSubjectSet(subjects []string) *subjectSet {
-	s := &subjectSet{exact: map[string]bool{}, prefixes: map[string]bool{}, starred: map[string]bool{}}
+	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
+	// thousands, and growing the maps step by step rehashed them over and over.
+	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: make(map[string]bool, len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
 		for i := range len(sub) {
@@ -74,8 +76,9 @@ type filterSet struct {
 	starred []string
 }
 
-func newFilterSet() *filterSet {
-	return &filterSet{exact: map[string]bool{}, wide: map[string]bool{}}
+// newFilterSet makes a set for about n filters.
+func newFilterSet(n int) *filterSet {
+	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -110,7 +113,13 @@ func (l *linter) checkAgreement() {
 	ix := l.ix
 	emitted := compiler.Emitted(ix)
 	published := newSubjectSet(sortedKeys(emitted))
-	heard := newFilterSet()
+	// Sized once, as the sets above: on a large catalogue these maps hold hundreds of thousands.
+	consumes, tools := 0, 0
+	for _, m := range ix.Catalogue.Modules {
+		consumes += len(m.Consumes)
+		tools += len(m.Tools)
+	}
+	heard := newFilterSet(consumes)
 
 	for _, m := range ix.Catalogue.Modules {
 		if !l.canonical(m) {
@@ -124,7 +133,7 @@ func (l *linter) checkAgreement() {
 		l.checkConsume(f, "the controller follows", published, heard)
 	}
 
-	served := map[string]bool{}
+	served := make(map[string]bool, tools)
 	for _, m := range ix.Catalogue.Modules {
 		if l.canonical(m) {
 			for _, t := range m.Tools {
@@ -168,7 +177,7 @@ func (l *linter) checkAgreement() {
 func (l *linter) unheard(e catalogue.Text, heard *filterSet, subject, emitter string) {
 	// A broken emitter's consumers were not checked against it (doubtful), so they cannot be
 	// said to hear nothing.
-	if l.ok(e) && !l.doubtful[emitter] && !heard.matches(subject) {
+	if l.ok(e) && !l.doubtful[emitter] && !l.unread && !heard.matches(subject) {
 		l.report(ruleEventUnheard, e.Pos, "nobody consumes %s's event %s (%s); if a consumer means it, it should consume %s",
 			catalogue.Excerpt(emitter), catalogue.Excerpt(e.Value), catalogue.Excerpt(subject), quote(catalogue.Excerpt(emitter+"."+e.Value)))
 	}
@@ -188,8 +197,8 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 	}
 	emitter, _, _ := strings.Cut(t.Value, ".")
 	c := compiler.Consume(ix, t.Value)
-	if !c.Seat && l.doubtful[emitter] {
-		return // the emitter's declaration is broken, and has its finding
+	if !c.Seat && (l.doubtful[emitter] || (l.unread && ix.Modules[emitter] == nil)) {
+		return // the emitter's declaration is broken (or may be in an unread manifest), and has its finding
 	}
 	if !c.Seat && ix.Modules[emitter] == nil {
 		if to, ok := ix.Aliases[emitter]; ok {
@@ -270,8 +279,8 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 	}
 	m := l.ix.Modules[module]
 	switch {
-	case l.doubtful[module]:
-		// The module's declaration is broken, and has its finding.
+	case l.doubtful[module], m == nil && l.unread:
+		// The module's declaration is broken (or may be in an unread manifest), and has its finding.
 	case m == nil:
 		l.report(ruleCallAgreement, t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
 			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), didYouMean(module, l.modules()))

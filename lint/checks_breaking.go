@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ var (
 	ruleWidening = &catalogue.Rule{ID: "widening", Severity: catalogue.Warning,
 		Summary: "with --against: a bus user gaining a grant (a new wildcard, a new person, another module's subject called out)",
 		Why:     "A new grant reaches the bus as one more line of accounts.conf; said here, a reviewer sees who may now do what without reading the golden diff."}
+	ruleApprovalUnmatched = &catalogue.Rule{ID: "approval-unmatched", Severity: catalogue.Warning,
+		Summary: "with --against: an approval in mesh.yaml that matches no break of the change, or names another before and after than the change has",
+		Why:     "An approval names the break it was given for; one left in place after its change merged, or written for 720h → 24h when the change now says 1h, must not approve what nobody reviewed."}
 	ruleContract = &catalogue.Rule{ID: "contract", Severity: catalogue.Error,
 		Summary: "with --against: an event, tool, seat or kind of work the base offered that is gone, or a seat renamed without an alias",
 		Why:     "Whoever still consumes, calls or submits it meets silence, and work queued for a seat waits with nobody to take it."}
@@ -44,24 +48,53 @@ type Against struct {
 	// BasePos shows a base position to a reader (the base's files are not in the working tree:
 	// `HEAD~1:modules/x.yaml`). Nil leaves positions as they are.
 	BasePos func(catalogue.Pos) catalogue.Pos
+	// Compared, when set, is what a caller that shows it too (the pull-request review) already
+	// computed from Base and Head, so Breaks does not compute it a second time. Nil: Breaks does.
+	Compared *Compared
 }
+
+// Compared is the comparison of two plans that the breaking rules read.
+type Compared struct {
+	// Changes is change.Diff(change.Applied(Base.Plan), Head.Plan, …), with or without Prune:
+	// the streams it replaces are the same either way.
+	Changes change.Changes
+	// Users is compiler.CompareUsers(Base.Plan, Head.Plan), its grants' sources as compiled.
+	Users []compiler.UserChange
+}
+
+// compared is a.Compared, computed when the caller gave none.
+func (a Against) compared() *Compared {
+	if a.Compared != nil {
+		return a.Compared
+	}
+	return &Compared{
+		Changes: change.Diff(change.Applied(a.Base.Plan), a.Head.Plan, change.DiffOptions{}),
+		Users:   compiler.CompareUsers(a.Base.Plan, a.Head.Plan),
+	}
+}
+
+// replacement is why a stream must be replaced: the settings the server cannot change in place,
+// each with its value before and after.
+type replacement struct{ fields, from, to string }
 
 // replaced names the streams the server cannot change in place from base to head, with the
 // settings that force it: the change model's replace table decides, and lint keeps no second.
-func (a Against) replaced() map[string]string {
-	cs := change.Diff(change.Applied(a.Base.Plan), a.Head.Plan, change.DiffOptions{})
-	out := map[string]string{}
+func (a Against) replaced() map[string]replacement {
+	cs := a.Compared.Changes
+	out := map[string]replacement{}
 	for _, c := range cs.Items {
 		if c.Kind != change.KindStream || c.Action != change.Replace {
 			continue
 		}
-		var fields []string
+		var fields, from, to []string
 		for _, f := range c.Fields {
 			if f.Replaces {
 				fields = append(fields, f.Name)
+				from = append(from, f.Name+" "+f.Old)
+				to = append(to, f.Name+" "+f.New)
 			}
 		}
-		out[c.Stream] = strings.Join(fields, ", ")
+		out[c.Stream] = replacement{strings.Join(fields, ", "), strings.Join(from, "; "), strings.Join(to, "; ")}
 	}
 	return out
 }
@@ -71,8 +104,53 @@ type Break struct {
 	catalogue.Finding
 	// On is what breaks, as an approval names it: a consumer STREAM/name, a stream, a bus
 	// user, an event or tool MODULE.NAME, a seat, work SEAT.KIND.
-	On       string              `json:"on"`
+	On string `json:"on"`
+	// From and To are the before and after the break is about, in the catalogue's words
+	// ("max-age 720h" → "max-age 24h"; a replay's new consumer; what a widened user may now do):
+	// an approval names them and approves that alone. Empty when On says it all (a contract:
+	// what was offered is gone).
+	From     string              `json:"from,omitempty"`
+	To       string              `json:"to,omitempty"`
 	Approval *catalogue.Approval `json:"approval,omitempty"`
+}
+
+// Approves reports whether an approval is for this break: its rule, what it is about, and the
+// before and after it was given for.
+func (b Break) Approves(x catalogue.Approval) bool {
+	return x.Rule.Value == b.Rule && x.On.Value == b.On && same(x.From.Value, b.From) && same(x.To.Value, b.To)
+}
+
+// same compares two values as written by hand: spacing aside.
+func same(a, b string) bool {
+	return strings.Join(strings.Fields(a), " ") == strings.Join(strings.Fields(b), " ")
+}
+
+// ApprovalLine is the approval that accepts this break and nothing else, as mesh.yaml's
+// approve: list holds it.
+func (b Break) ApprovalLine() string {
+	parts := []string{"rule: " + b.Rule, "on: " + flowValue(b.On)}
+	if b.From != "" {
+		parts = append(parts, "from: "+flowValue(b.From))
+	}
+	if b.To != "" {
+		parts = append(parts, "to: "+flowValue(b.To))
+	}
+	return "{" + strings.Join(parts, ", ") + ", reason: …}"
+}
+
+// flowValue is a value as it can stand in a YAML flow mapping: quoted when a character would
+// end or change it there.
+func flowValue(v string) string {
+	if v == "" || strings.ContainsAny(v, ",:{}[]#&*!|>'\"%@`") || strings.TrimSpace(v) != v {
+		return strconv.Quote(v)
+	}
+	return v
+}
+
+// approveHint ends a break's message: how to keep what was, or the one approval that accepts it.
+func (b Break) approveHint(keep string) Break {
+	b.Message += fmt.Sprintf("; %s, or approve it (`approve: [%s]` in mesh.yaml)", keep, b.ApprovalLine())
+	return b
 }
 
 // Breaks lists what a change breaks, sorted, each approved or not by the head's mesh.yaml.
@@ -80,6 +158,7 @@ func Breaks(a Against) []Break {
 	if a.BasePos == nil {
 		a.BasePos = func(p catalogue.Pos) catalogue.Pos { return p }
 	}
+	a.Compared = a.compared()
 	var out []Break
 	out = append(out, replays(a)...)
 	out = append(out, retentionCuts(a)...)
@@ -88,7 +167,7 @@ func Breaks(a Against) []Break {
 	approvals := a.Head.Index.Catalogue.Mesh.Approvals
 	for i := range out {
 		b := &out[i]
-		if j := slices.IndexFunc(approvals, func(x catalogue.Approval) bool { return x.Rule.Value == b.Rule && x.On.Value == b.On }); j >= 0 {
+		if j := slices.IndexFunc(approvals, b.Approves); j >= 0 {
 			b.Approval = &approvals[j]
 		}
 	}
@@ -96,6 +175,49 @@ func Breaks(a Against) []Break {
 		return cmp.Or(x.Pos.Compare(y.Pos), cmp.Compare(x.Rule, y.Rule), cmp.Compare(x.On, y.On), cmp.Compare(x.Message, y.Message))
 	})
 	return slices.CompactFunc(out, func(x, y Break) bool { return x.Pos == y.Pos && x.Rule == y.Rule && x.Message == y.Message })
+}
+
+// UnmatchedApprovals are the head's approvals that approve none of the breaks: each is a
+// finding at the approval, saying what the change does instead when it breaks the same thing
+// another way, and giving the approval's form when it was written without a before and after.
+func UnmatchedApprovals(a Against, bs []Break) catalogue.Findings {
+	var out catalogue.Findings
+	for _, x := range a.Head.Index.Catalogue.Mesh.Approvals {
+		if slices.ContainsFunc(bs, func(b Break) bool { return b.Approval != nil && b.Approval.Pos == x.Pos }) {
+			continue
+		}
+		var near []string
+		for _, b := range bs {
+			if b.Rule == x.Rule.Value && b.On == x.On.Value && b.Approval == nil {
+				near = append(near, "`"+b.ApprovalLine()+"`")
+			}
+		}
+		switch {
+		case len(near) > 0 && x.From.Value == "" && x.To.Value == "":
+			out = append(out, ruleApprovalUnmatched.At(x.Pos,
+				"this approval of %s on %s names no before and after, so it approves nothing: an approval names what it approves, and approves that alone; write %s instead",
+				x.Rule.Value, catalogue.Excerpt(x.On.Value), strings.Join(near, " or ")))
+		case len(near) > 0:
+			out = append(out, ruleApprovalUnmatched.At(x.Pos,
+				"this approval of %s on %s was given for %s, which is not what the change does: if the change is meant, approve what it does with %s",
+				x.Rule.Value, catalogue.Excerpt(x.On.Value), fromTo(x), strings.Join(near, " or ")))
+		default:
+			out = append(out, ruleApprovalUnmatched.At(x.Pos,
+				"this approval of %s on %s matches no break of the change: remove it, or it stays to approve the same break unseen the next time",
+				x.Rule.Value, catalogue.Excerpt(x.On.Value)))
+		}
+	}
+	return out
+}
+
+func fromTo(x catalogue.Approval) string {
+	switch {
+	case x.From.Value != "" && x.To.Value != "":
+		return catalogue.Excerpt(x.From.Value) + " → " + catalogue.Excerpt(x.To.Value)
+	case x.To.Value != "":
+		return "→ " + catalogue.Excerpt(x.To.Value)
+	}
+	return catalogue.Excerpt(x.From.Value) + " →"
 }
 
 // BreakFindings are the breaks as lint findings: an approved break is info, its message
@@ -215,9 +337,11 @@ func replays(a Against) []Break {
 				}
 				paired[key(bc)], paired[key(hc)] = true, true
 				on := bc.Stream + "/" + bc.Config.Durable
-				out = append(out, breakAt(ruleReplay, hc.Source, on,
-					"consumer %s/%s takes over from %s because %s: it starts at the beginning of %s and delivers its history again, and %s's position is lost; keep the name, or approve the replay (`approve: [{rule: replay, on: %s, reason: …}]` in mesh.yaml)",
-					hc.Stream, hc.Config.Durable, bc.Config.Durable, why, hc.Stream, bc.Config.Durable, on))
+				b := breakAt(ruleReplay, hc.Source, on,
+					"consumer %s/%s takes over from %s because %s: it starts at the beginning of %s and delivers its history again, and %s's position is lost",
+					hc.Stream, hc.Config.Durable, bc.Config.Durable, why, hc.Stream, bc.Config.Durable)
+				b.To = hc.Stream + "/" + hc.Config.Durable
+				out = append(out, b.approveHint("keep the name"))
 				break
 			}
 		}
@@ -241,31 +365,37 @@ func retentionCuts(a Against) []Break {
 		}
 		b, h := a.Base.Plan.Streams[i].Config, hs.Config
 		name := h.Name
-		var cuts []string
+		type cut struct{ setting, from, to string }
+		var cuts []cut
 		if lowered(int64(b.MaxAge), int64(h.MaxAge)) {
-			cuts = append(cuts, fmt.Sprintf("max-age %s → %s", limit(b.MaxAge), limit(h.MaxAge)))
+			cuts = append(cuts, cut{"max-age", limit(b.MaxAge), limit(h.MaxAge)})
 		}
 		if lowered(b.MaxBytes, h.MaxBytes) {
-			cuts = append(cuts, fmt.Sprintf("max-bytes %s → %s", limit(b.MaxBytes), limit(h.MaxBytes)))
+			cuts = append(cuts, cut{"max-bytes", limit(b.MaxBytes), limit(h.MaxBytes)})
 		}
 		if lowered(b.MaxMsgsPerSubject, h.MaxMsgsPerSubject) {
-			cuts = append(cuts, fmt.Sprintf("max-msgs-per-subject %s → %s", limit(b.MaxMsgsPerSubject), limit(h.MaxMsgsPerSubject)))
+			cuts = append(cuts, cut{"max-msgs-per-subject", limit(b.MaxMsgsPerSubject), limit(h.MaxMsgsPerSubject)})
 		}
 		if lowered(b.MaxMsgs, h.MaxMsgs) {
-			cuts = append(cuts, fmt.Sprintf("max-msgs %s → %s", limit(b.MaxMsgs), limit(h.MaxMsgs)))
+			cuts = append(cuts, cut{"max-msgs", limit(b.MaxMsgs), limit(h.MaxMsgs)})
 		}
 		if h.Replicas < b.Replicas {
-			cuts = append(cuts, fmt.Sprintf("replicas %d → %d", b.Replicas, h.Replicas))
+			cuts = append(cuts, cut{"replicas", fmt.Sprint(b.Replicas), fmt.Sprint(h.Replicas)})
 		}
-		if len(cuts) > 0 {
-			out = append(out, breakAt(ruleRetention, hs.Source, name,
-				"stream %s keeps less: %s; what it holds beyond the new limit is dropped when apply changes it; keep the limit, or approve the cut (`approve: [{rule: retention, on: %s, reason: …}]` in mesh.yaml)",
-				name, strings.Join(cuts, ", "), name))
+		// One break per setting: an approval of max-age 720h → 24h approves that cut alone.
+		for _, c := range cuts {
+			x := breakAt(ruleRetention, hs.Source, name,
+				"stream %s keeps less: %s %s → %s; what it holds beyond the new limit is dropped when apply changes it",
+				name, c.setting, c.from, c.to)
+			x.From, x.To = c.setting+" "+c.from, c.setting+" "+c.to
+			out = append(out, x.approveHint("keep the limit"))
 		}
-		if field, ok := replaced[name]; ok {
-			out = append(out, breakAt(ruleRetention, hs.Source, name,
-				"stream %s must be replaced (%s cannot change in place): replacing deletes it with every message and consumer on it; keep %s, or approve the replace (`approve: [{rule: retention, on: %s, reason: …}]` in mesh.yaml)",
-				name, field, field, name))
+		if r, ok := replaced[name]; ok {
+			x := breakAt(ruleRetention, hs.Source, name,
+				"stream %s must be replaced (%s cannot change in place): replacing deletes it with every message and consumer on it",
+				name, r.fields)
+			x.From, x.To = r.from, r.to
+			out = append(out, x.approveHint("keep "+r.fields))
 		}
 	}
 	return out
@@ -280,9 +410,20 @@ func lowered(base, head int64) bool {
 	return base <= 0 || head < base
 }
 
+// limit is a stream limit as the catalogue writes it: 720h, not 720h0m0s.
 func limit[T int64 | time.Duration](v T) string {
 	if v <= 0 {
 		return "unlimited"
+	}
+	if d, ok := any(v).(time.Duration); ok {
+		s := d.String()
+		if strings.HasSuffix(s, "m0s") {
+			s = strings.TrimSuffix(s, "0s")
+		}
+		if strings.HasSuffix(s, "h0m") {
+			s = strings.TrimSuffix(s, "0m")
+		}
+		return s
 	}
 	return fmt.Sprint(v)
 }
@@ -294,32 +435,46 @@ func limit[T int64 | time.Duration](v T) string {
 // the plan's "users added", not a second look.
 func widenings(a Against) []Break {
 	var out []Break
-	for _, uc := range compiler.CompareUsers(a.Base.Plan, a.Head.Plan) {
-		if len(uc.Gained) == 0 {
+	for _, uc := range a.Compared.Users {
+		if !uc.Widened() {
 			continue
 		}
-		if uc.Added && !slices.ContainsFunc(uc.Gained, func(g compiler.GrantChange) bool { return len(g.Widening) > 0 }) {
-			continue
-		}
+		// In the catalogue's words, one entry per meaning: a consumer's four grants are one
+		// "read its own consumer", and the subjects stay in the review beside it.
 		var gains []string
+		why := map[string][]string{}
 		for _, g := range uc.Gained {
-			s := g.Action + " " + g.Subject
-			if len(g.Widening) > 0 {
-				s += " (" + strings.Join(g.Widening, ", ") + ")"
+			m := g.Means()
+			if _, seen := why[m]; !seen {
+				gains = append(gains, m)
+				why[m] = []string{}
 			}
-			gains = append(gains, s)
+			for _, w := range g.Widening {
+				if !slices.Contains(why[m], w) {
+					why[m] = append(why[m], w)
+				}
+			}
+		}
+		var said []string
+		for _, m := range gains {
+			if len(why[m]) > 0 {
+				said = append(said, m+" ("+strings.Join(why[m], ", ")+")")
+			} else {
+				said = append(said, m)
+			}
 		}
 		pos := a.meshPos()
 		if len(uc.Gained[0].Because) > 0 {
 			pos = uc.Gained[0].Because[0].Source
 		}
-		what := "bus user " + uc.User + " gains"
+		what := "bus user " + uc.User + " may now"
 		if uc.Added {
 			what = "new bus user " + uc.User + " may"
 		}
-		out = append(out, breakAt(ruleWidening, pos, uc.User,
-			"%s %s; if that is meant, approve it (`approve: [{rule: widening, on: %s, reason: …}]` in mesh.yaml)",
-			what, list(gains), uc.User))
+		b := breakAt(ruleWidening, pos, uc.User, "%s %s", what, list(said))
+		slices.Sort(gains)
+		b.To = strings.Join(gains, "; ")
+		out = append(out, b.approveHint("if that is not meant, take the grant away"))
 	}
 	return out
 }
@@ -346,7 +501,7 @@ func contracts(a Against) []Break {
 			if hm == nil || !slices.ContainsFunc(hm.Emits, func(t catalogue.Text) bool { return t.Value == e.Value }) {
 				on := name + "." + e.Value
 				b := breakAt(ruleContract, at(m), on,
-					"event %s is gone: whoever consumes it hears nothing, and what EVENTS stored of it is no longer consumed; keep emitting it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)", on, on)
+					"event %s is gone: whoever consumes it hears nothing, and what EVENTS stored of it is no longer consumed", on).approveHint("keep emitting it")
 				related(&b, e.Pos, "the base emits it here")
 				out = append(out, b)
 			}
@@ -355,7 +510,7 @@ func contracts(a Against) []Break {
 			if hm == nil || !slices.ContainsFunc(hm.Tools, func(x catalogue.Text) bool { return x.Value == t.Value }) {
 				on := name + "." + t.Value
 				b := breakAt(ruleContract, at(m), on,
-					"tool %s is gone: every call to it is answered \"no responders\"; keep serving it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)", on, on)
+					"tool %s is gone: every call to it is answered \"no responders\"", on).approveHint("keep serving it")
 				related(&b, t.Pos, "the base serves it here")
 				out = append(out, b)
 			}
@@ -376,8 +531,8 @@ func contracts(a Against) []Break {
 				hint = fmt.Sprintf(" (new here: %s)", list(added))
 			}
 			b := breakAt(ruleContract, a.meshPos(), name,
-				"seat %s is gone%s: work queued in %s waits with nobody to take it, and manifests naming it no longer resolve; if it was renamed, add `aliases: {%s: <new name>}` to mesh.yaml, or approve (`approve: [{rule: contract, on: %s, reason: …}]`)",
-				name, hint, compiler.SeatStream(name), name, name)
+				"seat %s is gone%s: work queued in %s waits with nobody to take it, and manifests naming it no longer resolve",
+				name, hint, compiler.SeatStream(name)).approveHint(fmt.Sprintf("if it was renamed, add `aliases: {%s: <new name>}` to mesh.yaml", name))
 			related(&b, s.Name.Pos, "the base declares it here")
 			out = append(out, b)
 			continue
@@ -386,8 +541,8 @@ func contracts(a Against) []Break {
 			if !slices.ContainsFunc(hs.Accepts, func(t catalogue.Text) bool { return t.Value == k.Value }) {
 				on := name + "." + k.Value
 				b := breakAt(ruleContract, hs.Name.Pos, on,
-					"seat %s no longer accepts %s work: what is queued of it in %s is never taken, and whoever submits it is refused; keep accepting it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)",
-					hs.Name.Value, k.Value, compiler.SeatStream(hs.Name.Value), on)
+					"seat %s no longer accepts %s work: what is queued of it in %s is never taken, and whoever submits it is refused",
+					hs.Name.Value, k.Value, compiler.SeatStream(hs.Name.Value)).approveHint("keep accepting it")
 				related(&b, k.Pos, "the base accepts it here")
 				out = append(out, b)
 			}
@@ -396,8 +551,8 @@ func contracts(a Against) []Break {
 			if !slices.ContainsFunc(hs.Emits, func(t catalogue.Text) bool { return t.Value == e.Value }) {
 				on := name + "." + e.Value
 				b := breakAt(ruleContract, hs.Name.Pos, on,
-					"seat %s no longer emits %s: whoever consumes it hears nothing; keep it, or approve (`approve: [{rule: contract, on: %s, reason: …}]` in mesh.yaml)",
-					hs.Name.Value, e.Value, on)
+					"seat %s no longer emits %s: whoever consumes it hears nothing",
+					hs.Name.Value, e.Value).approveHint("keep it")
 				related(&b, e.Pos, "the base emits it here")
 				out = append(out, b)
 			}

@@ -3,8 +3,6 @@ package lint
 import (
 	"fmt"
 
-	"github.com/nats-io/nkeys"
-
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
@@ -57,7 +55,7 @@ func (l *linter) checkInventory() {
 				continue
 			}
 			m := ix.Modules[r.Value]
-			if m == nil && l.doubtful[r.Value] {
+			if m == nil && (l.doubtful[r.Value] || l.unread) {
 				continue // its manifest could not be read, and has its finding
 			}
 			if m == nil {
@@ -139,7 +137,7 @@ func (l *linter) checkInventory() {
 			continue
 		}
 		for _, r := range m.Requires {
-			if !l.ok(r) || provided[r.Value] {
+			if !l.ok(r) || provided[r.Value] || l.unread {
 				continue
 			}
 			hint := "run a module that provides it, or drop the requirement"
@@ -152,28 +150,55 @@ func (l *linter) checkInventory() {
 	}
 }
 
-// checkCredentials reports a recorded value that is not a bcrypt hash. The value is never
-// repeated in the message: if it is not a hash, it is probably the password itself.
+// checkCredentials reports a recorded value that is not what the mesh's auth records. The value
+// is never repeated in the message: if it is not a hash, it is probably the password itself.
+// Values that are the other auth's credentials (bcrypt hashes left after a switch to auth:
+// nkey, or public keys after a switch back) are one finding, not one per user: the switch is
+// one change, and one command (`meshc mint --missing`) makes it.
 func (l *linter) checkCredentials() {
 	cr := l.ix.Catalogue.Credentials
 	if cr == nil {
 		return
 	}
+	nkeyMesh := l.ix.Catalogue.Mesh.NKeys()
+	var switched []catalogue.Text
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
-		if l.ix.Catalogue.Mesh.NKeys() {
+		err := catalogue.CredentialFits(nkeyMesh, h.Value)
+		switch {
+		case err == nil:
+		case catalogue.CredentialFits(!nkeyMesh, h.Value) == nil:
+			switched = append(switched, h)
+		case nkeyMesh:
 			// auth: nkey records public keys; a seed here would be the secret itself.
-			if !nkeys.IsValidPublicUserKey(h.Value) {
-				l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not an nkey user's public key (U…), and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): remove it and run `meshc mint %s`",
-					u.Value, u.Value)
-			}
-			continue
-		}
-		// The value is never quoted, only what is wrong with it (CheckHash's words name no part
-		// of the value).
-		if err := catalogue.CheckHash(h.Value); err != nil {
-			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): remove it and run `meshc mint %s`",
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): run `meshc mint %s`, which replaces it",
+				u.Value, err, u.Value)
+		default:
+			// CheckHash's words name no part of the value.
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): run `meshc mint %s`, which replaces it",
 				u.Value, err, u.Value)
 		}
 	}
+	if len(switched) == 0 {
+		return
+	}
+	kept, wants, auth := "bcrypt hashes", "nkey public keys", catalogue.AuthNKey
+	if !nkeyMesh {
+		kept, wants, auth = "nkey public keys", "bcrypt hashes", catalogue.AuthPassword
+	}
+	users := "1 user"
+	if len(switched) > 1 {
+		users = fmt.Sprintf("%d users", len(switched))
+	}
+	f := l.report(ruleCredentialInvalid, switched[0].Pos, "credentials.yaml records %s for %s, and mesh.yaml says auth: %s, which records %s: run `meshc mint --missing`, which mints a credential for each of them in place of the old one and prints it once",
+		kept, users, auth, wants)
+	if pos := l.ix.Catalogue.Mesh.Auth.Pos; pos.File != "" {
+		f.Related = append(f.Related, catalogue.Related{Pos: pos, Message: "the mesh's auth"})
+	}
+	for _, h := range switched[1:] {
+		l.marked[h.Pos] = true
+	}
 }
+
+// RuleCredentialInvalid is the id of the rule that `meshc mint` fixes, so mint runs while it fires.
+var RuleCredentialInvalid = ruleCredentialInvalid.ID

@@ -30,7 +30,7 @@ var (
 //
 // Written as byte loops rather than regular expressions: every name and event of a 10,000-module
 // catalogue passes through them, and the expressions were a visible share of lint's time.
-const maxNameLen = 63
+var maxNameLen = catalogue.NameGrammar.MaxLen
 
 // validName is [a-z][a-z0-9-]*, at most 63 characters: modules, seats, machines, people.
 func validName(v string) bool {

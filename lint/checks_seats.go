@@ -117,6 +117,9 @@ func (l *linter) resolveSeat(t catalogue.Text) (seatRef, bool) {
 	if s := l.ix.Seats[name]; s != nil {
 		return seatRef{seat: s, renamed: renamed}, true
 	}
+	if l.unread {
+		return seatRef{}, false // an unread manifest may declare it
+	}
 	if to, ok := l.ix.Aliases[t.Value]; ok {
 		l.report(ruleSeatUnknown, t.Pos, "%q was renamed to %q (mesh.yaml aliases), and nobody declares %q either: declare it in some module's seats or in mesh.yaml's roles, or fix the alias",
 			t.Value, to, to)
@@ -138,7 +141,7 @@ func (l *linter) renamed(t catalogue.Text, ref seatRef) {
 func (l *linter) checkSeats() {
 	ix := l.ix
 	for _, a := range ix.Catalogue.Mesh.Aliases {
-		if l.ok(a.New) && ix.Seats[a.New.Value] == nil {
+		if l.ok(a.New) && ix.Seats[a.New.Value] == nil && !l.unread {
 			l.report(ruleAliasDangling, a.New.Pos, "alias %s → %s leads to a seat nobody declares, so %q resolves to nothing: declare %q, or point the alias at the seat's new name%s",
 				a.Old.Value, a.New.Value, a.Old.Value, a.New.Value, didYouMean(a.New.Value, l.seats()))
 		}
@@ -197,7 +200,7 @@ func (l *linter) checkUse(u catalogue.Text, who string, running bool) {
 		return
 	}
 	l.renamed(u, ref)
-	if running && l.ok(u) && !l.heldByRunning(s.Name.Value) {
+	if running && l.ok(u) && !l.unread && !l.heldByRunning(s.Name.Value) {
 		fix := "run a module that claims it"
 		if hs := l.ix.Holders[s.Name.Value]; len(hs) > 0 {
 			fix = "run " + hs[0].Name.Value + ", which claims it"

@@ -391,6 +391,31 @@ emits: [built]
 module: catalog
 consumes: [builder.built]
 `},
+	ruleForgeableEvents: {
+		Before: `-- mesh.yaml --
+name: novox
+isolation: shared-account    # every user in one account
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`,
+		After: `-- mesh.yaml --
+name: novox
+isolation: account-per-module
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`},
 	compiler.RuleUserDuplicate: {
 		Before: `-- mesh.yaml --
 name: novox
@@ -593,6 +618,35 @@ tools: [lookup, delete]
 -- inventory.yaml --
 people:
   - {name: bob, may-call: [catalog.lookup]}
+`},
+	ruleApprovalUnmatched: {
+		Base: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 720h}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
+`,
+		Before: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 1h}    # the approval below was given for 24h, not 1h
+approve:
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: max-age 24h, reason: nobody reads a day-old event}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
+`,
+		After: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-age: 24h}
+approve:
+  - {rule: retention, on: EVENTS, from: max-age 720h, to: max-age 24h, reason: nobody reads a day-old event}
+-- modules/catalog.yaml --
+module: catalog
+emits: [upgraded]
 `},
 	ruleContract: {
 		Base: `-- mesh.yaml --

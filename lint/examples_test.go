@@ -13,11 +13,15 @@ func fired(t *testing.T, base, head string) []string {
 	t.Helper()
 	var ids []string
 	if base != "" {
-		bs := Breaks(Against{Base: loadSide(t, txtar.Parse([]byte(base))), Head: loadSide(t, txtar.Parse([]byte(head)))})
+		a := Against{Base: loadSide(t, txtar.Parse([]byte(base))), Head: loadSide(t, txtar.Parse([]byte(head)))}
+		bs := Breaks(a)
 		for _, b := range bs {
 			if b.Approval == nil {
 				ids = append(ids, b.Rule)
 			}
+		}
+		for _, f := range UnmatchedApprovals(a, bs) {
+			ids = append(ids, f.Rule)
 		}
 		return ids
 	}

@@ -54,6 +54,8 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 	// What the inventory runs: contention, unmet requirements.
 	l.checkInventory()
 	l.checkCredentials()
+	// The mode the mesh runs in: what its people can do with an answer.
+	l.checkIsolation()
 
 	// stream-overlap, user-duplicate and credential-missing need the compiled plan: the
 	// compiler reports them, so lint never derives a second plan that could disagree.
@@ -89,6 +91,12 @@ type linter struct {
 	// not checked for agreement: the finding about the declaration is the cause, and a second
 	// one at every reference ("add modules/old.yaml" for a file that exists) only buries it.
 	doubtful map[string]bool
+
+	// unread is set when a manifest could not be read at all (not YAML, a tab, a bad indent):
+	// what it declares is unknown — any module, seat, event, tool or interface — so a reference
+	// nothing else answers may be answered by it, and is not reported while it is broken. The
+	// manifest's own finding is the one finding (docs/rules.md, "yaml").
+	unread bool
 }
 
 func (l *linter) noteDoubtful() {
@@ -100,6 +108,13 @@ func (l *linter) noteDoubtful() {
 			base := path.Base(f.Pos.File)
 			l.doubtful[strings.TrimSuffix(base, path.Ext(base))] = true
 		}
+	}
+	decoded := map[string]bool{}
+	for _, m := range l.ix.Catalogue.Modules {
+		decoded[m.File] = true
+	}
+	for file := range broken {
+		l.unread = l.unread || !decoded[file]
 	}
 	for _, m := range l.ix.Catalogue.Modules {
 		if broken[m.File] || !l.ok(m.Name) {

@@ -39,6 +39,7 @@ var Rules = []*Rule{
 	ruleSeatUnheld,
 	ruleAliasDangling,
 	ruleEventUnheard,
+	ruleForgeableEvents,
 	compiler.RuleStreamOverlap,
 	compiler.RuleUserDuplicate,
 	compiler.RuleCredentialMissing,
@@ -49,6 +50,7 @@ var Rules = []*Rule{
 	ruleRetention,
 	ruleWidening,
 	ruleContract,
+	ruleApprovalUnmatched,
 	ruleCredentialInvalid,
 	ruleIgnore,
 }

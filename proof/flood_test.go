@@ -405,7 +405,7 @@ func (b *bus) dial(user string) (*nats.Conn, error) {
 // reaches the server a moment later).
 func (b *bus) connectsUntilRefused(t *testing.T, user string, others, tries int) int {
 	t.Helper()
-	account, err := b.srv.LookupAccount(b.plan.User(user).Account)
+	account, err := b.running.Server.LookupAccount(b.plan.User(user).Account)
 	if err != nil {
 		t.Fatal(err)
 	}

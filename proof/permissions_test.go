@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/testwait"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -33,8 +33,8 @@ import (
 // working and the connection having seen no violation at all.
 //
 // It runs in both isolations: the grants and refusals are the users' own and stay inside every
-// account, so an account per principal changes none of them (docs/nats.md, "Accounts, exports and
-// imports").
+// account, so an account per module changes none of them (docs/nats.md, "Accounts, exports and
+// imports"), but for how a tool server answers.
 func TestPermissionsOnARealServer(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {
@@ -151,6 +151,13 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 		})
 		t.Run("a module announcing the event of a seat it does not hold", func(t *testing.T) {
 			b.connect(t, "mod.anchor.catalog").isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
+		})
+		t.Run("a module serving its tool outside its module's queue group", func(t *testing.T) {
+			// A plain subscription would see every call beside the instance the queue picks: a
+			// call served twice. Another group would split nothing with its siblings.
+			catalog := b.connect(t, "mod.anchor.catalog")
+			catalog.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
+			catalog.isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "lookup")
 		})
 		t.Run("a module calling a tool it does not declare", func(t *testing.T) {
 			b.connect(t, "mod.laptop.audit").isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
@@ -303,7 +310,7 @@ func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
 type bus struct {
 	url       string
 	passwords map[string]string
-	srv       *server.Server
+	running   *up.Bus
 	plan      *compiler.Plan
 }
 
@@ -314,26 +321,28 @@ type bus struct {
 func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
+	return startCatalogue(t, cat, findings, serverConf, isolation)
+}
+
+// startCatalogue is startBus for a catalogue already loaded: it must lint without an error, as a
+// catalogue `meshc up` runs must.
+func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string) *bus {
+	t.Helper()
 	cat.Mesh.Isolation.Value = isolation
+	findings, plan := lint.Check(cat, loaded)
 	for _, f := range findings {
 		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue is broken: %v", f)
-		}
-	}
-	plan, findings := compiler.Compile(catalogue.NewIndex(cat))
-	for _, f := range findings {
-		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue does not compile: %v", f)
+			t.Fatalf("the catalogue does not lint clean: %v", f)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf})
 	if err != nil {
-		t.Fatalf("running the proof's catalogue as meshc up does: %v", err)
+		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
-	b := &bus{url: running.URL, passwords: map[string]string{}, srv: running.Server, plan: plan}
+	b := &bus{url: running.URL, passwords: map[string]string{}, running: running, plan: plan}
 	for _, u := range plan.Users {
 		b.passwords[u.Name] = running.Password(u.Name)
 	}
@@ -556,10 +565,23 @@ func (c *client) consumerInfo(t *testing.T, stream, consumer string) *jetstream.
 	return &info.ConsumerInfo
 }
 
-// serves answers every request on a tool subject for the rest of the subtest.
+// servesSync subscribes a tool in its module's queue group, as its grant requires, leaving the
+// calls for the test to read.
+func (c *client) servesSync(t *testing.T, tool string) *nats.Subscription {
+	t.Helper()
+	sub, err := c.nc.QueueSubscribeSync(tool, toolQueue(tool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	return sub
+}
+
+// serves answers every request on a tool subject for the rest of the subtest, subscribed in the
+// queue group of the module serving it, as its grant requires.
 func (c *client) serves(t *testing.T, tool string) {
 	t.Helper()
-	_, err := c.nc.Subscribe(tool, func(m *nats.Msg) {
+	_, err := c.nc.QueueSubscribe(tool, toolQueue(tool), func(m *nats.Msg) {
 		m.Respond([]byte(c.user + " answers " + string(m.Data)))
 	})
 	if err != nil {
@@ -572,6 +594,10 @@ func (c *client) serves(t *testing.T, tool string) {
 		}
 	})
 }
+
+// toolQueue is the queue group a tool's module serves it in: the module's name, the third token
+// of `mesh.mod.<module>.tool.<tool>` (docs/catalogue.md, "Serving a tool").
+func toolQueue(tool string) string { return compiler.ToolQueue(strings.Split(tool, ".")[2]) }
 
 // callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
 func (c *client) callsAndIsAnswered(t *testing.T, tool string) {
@@ -638,16 +664,32 @@ func (c *client) isRefusedSubscribing(t *testing.T, subject string) {
 	c.refused(t, "Subscription", subject)
 }
 
+// isRefusedQueueSubscribing subscribes subject in queue group queue and requires the server's
+// violation for it.
+func (c *client) isRefusedQueueSubscribing(t *testing.T, subject, queue string) {
+	t.Helper()
+	if _, err := c.nc.QueueSubscribeSync(subject, queue); err != nil {
+		t.Fatal(err)
+	}
+	c.violated(t, fmt.Sprintf("Permissions Violation for Subscription to %q using queue %q", subject, queue),
+		"subscription on "+subject+" in queue group "+queue)
+}
+
 // refused waits for the server's "Permissions Violation for <op> to "<subject>"" on this
 // connection. The server sends it before the PONG that ends Flush; the error handler runs on the
 // client's own goroutine a moment later, hence the short wait.
 func (c *client) refused(t *testing.T, op, subject string) {
 	t.Helper()
+	c.violated(t, fmt.Sprintf("Permissions Violation for %s to %q", op, subject), strings.ToLower(op)+" on "+subject)
+}
+
+// violated waits for a violation containing want on this connection; what says what was refused.
+func (c *client) violated(t *testing.T, want, what string) {
+	t.Helper()
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
-	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s on %s", c.user, strings.ToLower(op), subject), 3*time.Second, func() error {
+	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s", c.user, what), 3*time.Second, func() error {
 		c.mu.Lock()
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {

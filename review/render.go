@@ -15,73 +15,136 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-// Review is everything a change does to a bus running its base: the streams and consumers, the
-// users and their grants, an isolated mesh's accounts, and what it breaks.
+// Review is everything a change does to a bus running its base: the streams and consumers, who
+// reads what, the users and their grants, an isolated mesh's accounts, and what it breaks.
 type Review struct {
 	Changes  change.Changes
+	Reads    []compiler.ReadChange
 	Users    []compiler.UserChange
 	Accounts []compiler.AccountChange
 	Breaks   []lint.Break
+	// Unmatched are the approvals in mesh.yaml that approve none of the breaks.
+	Unmatched catalogue.Findings
 }
 
 // Review compares the head with the base as a bus running the base would see it. With prune,
 // the base's objects the head no longer has are shown as deletes.
 func (c *Comparison) Review(prune bool) Review {
+	// The breaking rules read the same diff and user comparison the review shows: computed once.
+	compared := &lint.Compared{
+		Changes: change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
+		Users:   compiler.CompareUsers(c.Base.Plan, c.Head.Plan),
+	}
+	breaks, unmatched := c.breaks(compared)
 	return Review{
-		Changes:  change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
-		Users:    c.Users(),
-		Accounts: compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
-		Breaks:   c.Breaks(),
+		Changes: compared.Changes,
+		Reads:   c.Reads(),
+		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
+		Users:     c.shownUsers(compared.Users),
+		Accounts:  compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
+		Breaks:    breaks,
+		Unmatched: unmatched,
 	}
 }
 
 // Empty reports whether the change does nothing a reviewer needs to see.
 func (r Review) Empty() bool {
-	return r.Changes.Empty() && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Breaks) == 0
+	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
 }
 
-// Write renders the review: the change set as change renders it, then who may now do what and
-// what the change breaks, in the same format. JSON is one document: the change set's, with
-// "users", "accounts" and "breaks" added.
+// Findings are what lint --against adds to the catalogue's own findings: the breaks (an
+// approved one as info) and the approvals that approve nothing.
+func (r Review) Findings() catalogue.Findings {
+	return append(lint.BreakFindings(r.Breaks), r.Unmatched...).Sorted()
+}
+
+// Write renders the review: the change set as change renders it, then who may now read what,
+// who may now do what and what the change breaks, in the same format and with the same counts.
+// JSON is one document: the change set's, with "review", "reads", "users", "accounts" and
+// "breaks" added.
 func (r Review) Write(w io.Writer, f output.Format) error {
 	if f == output.JSON {
-		return writeJSON(w, r.Changes, r.Users, r.Accounts, r.Breaks)
+		return writeJSON(w, r)
 	}
 	if err := change.Render(w, r.Changes, f); err != nil {
 		return err
 	}
 	if f == output.Markdown {
-		return writeMarkdown(w, r.Users, r.Accounts, r.Breaks)
+		return writeMarkdown(w, r)
 	}
-	return writeText(w, r.Users, r.Accounts, r.Breaks)
+	return writeText(w, r)
 }
 
-func userSummary(ucs []compiler.UserChange) string {
-	added, removed, changed, widening := 0, 0, 0, 0
-	for _, uc := range ucs {
+// Counts are the review's numbers, one source for the summary lines of every format.
+type Counts struct {
+	UsersAdded   int `json:"users_added"`
+	UsersRemoved int `json:"users_removed"`
+	UsersChanged int `json:"users_changed"`
+	// UsersWidened are exactly the users the widening rule reports.
+	UsersWidened int `json:"users_widened"`
+	ReadsGained  int `json:"reads_gained"`
+	ReadsLost    int `json:"reads_lost"`
+	Accounts     int `json:"accounts_changed"`
+	Breaks       int `json:"breaks"`
+	Approved     int `json:"approved"`
+	// Unmatched approvals approve nothing in this change.
+	Unmatched int `json:"unmatched_approvals"`
+}
+
+// Count counts the review.
+func (r Review) Count() Counts {
+	var n Counts
+	for _, uc := range r.Users {
 		switch {
 		case uc.Added:
-			added++
+			n.UsersAdded++
 		case uc.Removed:
-			removed++
+			n.UsersRemoved++
 		default:
-			changed++
+			n.UsersChanged++
 		}
-		if slices.ContainsFunc(uc.Gained, func(g compiler.GrantChange) bool { return len(g.Widening) > 0 }) {
-			widening++
+		if uc.Widened() {
+			n.UsersWidened++
 		}
 	}
-	return fmt.Sprintf("%d users added, %d removed, %d with changed permissions, %d widened", added, removed, changed, widening)
+	for _, rc := range r.Reads {
+		n.ReadsGained += len(rc.Gained)
+		n.ReadsLost += len(rc.Lost)
+	}
+	n.Accounts = len(r.Accounts)
+	for _, b := range r.Breaks {
+		n.Breaks++
+		if b.Approval != nil {
+			n.Approved++
+		}
+	}
+	n.Unmatched = len(r.Unmatched)
+	return n
 }
 
-func breakSummary(bs []lint.Break) string {
-	approved := 0
-	for _, b := range bs {
-		if b.Approval != nil {
-			approved++
-		}
+// plural is "1 user", "2 users".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d breaking changes, %d of them approved", len(bs), approved)
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func (n Counts) users() string {
+	return fmt.Sprintf("%s added, %d removed, %d with changed permissions, %d widened",
+		plural(n.UsersAdded, "user", "users"), n.UsersRemoved, n.UsersChanged, n.UsersWidened)
+}
+
+func (n Counts) reads() string {
+	return fmt.Sprintf("%s gained, %d lost", plural(n.ReadsGained, "event read", "events read"), n.ReadsLost)
+}
+
+func (n Counts) breaks() string {
+	s := fmt.Sprintf("%s, %d of them approved", plural(n.Breaks, "breaking change", "breaking changes"), n.Approved)
+	if n.Unmatched > 0 {
+		s += fmt.Sprintf("; %s matching no break", plural(n.Unmatched, "approval", "approvals"))
+	}
+	return s
 }
 
 // mark is how a user or an account changed: + added, - removed, ~ changed.
@@ -105,13 +168,54 @@ func userNote(uc compiler.UserChange) string {
 	return fmt.Sprintf(" (%s)", uc.Kind)
 }
 
-// declared is a grant change's declarations, "file:line:col what; …".
-func declared(g compiler.GrantChange) string {
-	var out []string
-	for _, x := range g.Because {
-		out = append(out, x.Source.String()+" "+x.Because)
+// meaning is the grants of one user gained (or lost) that mean one thing — a consumer's pull,
+// info and two ack subjects are one "read its own consumer" — with every declaration behind
+// them, the subjects, and what makes them wide.
+type meaning struct {
+	sign, means string
+	declared    []string
+	subjects    []string
+	widening    []string
+}
+
+// meanings groups a user's grant changes by what they mean, in order of first appearance.
+func meanings(uc compiler.UserChange) []meaning {
+	var out []meaning
+	for _, side := range []struct {
+		sign string
+		gs   []compiler.GrantChange
+	}{{"+", uc.Gained}, {"-", uc.Lost}} {
+		at := map[string]int{}
+		for _, g := range side.gs {
+			i, ok := at[g.Means()]
+			if !ok {
+				i = len(out)
+				at[g.Means()] = i
+				out = append(out, meaning{sign: side.sign, means: g.Means()})
+			}
+			m := &out[i]
+			for _, x := range g.Because {
+				if d := x.Source.String() + " " + x.Because; !slices.Contains(m.declared, d) {
+					m.declared = append(m.declared, d)
+				}
+			}
+			m.subjects = append(m.subjects, g.Action+" "+g.Subject)
+			for _, w := range g.Widening {
+				if !slices.Contains(m.widening, w) {
+					m.widening = append(m.widening, w)
+				}
+			}
+		}
 	}
-	return strings.Join(out, "; ")
+	return out
+}
+
+// readLine is one read gained or lost, in words: "photos may now read registry's image.pushed".
+func readLine(rc compiler.ReadChange, g compiler.Grant, gained bool) string {
+	if gained {
+		return rc.Reader + " may now " + g.Means
+	}
+	return rc.Reader + " may no longer " + g.Means
 }
 
 // accountSummary counts what a change does to an isolated mesh's accounts.
@@ -127,29 +231,44 @@ func accountSummary(acs []compiler.AccountChange) string {
 			changed++
 		}
 	}
-	return fmt.Sprintf("%d accounts added, %d removed, %d with changed exports or imports", added, removed, changed)
+	return fmt.Sprintf("%s added, %d removed, %d with changed exports or imports", plural(added, "account", "accounts"), removed, changed)
 }
 
-func writeText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+func writeText(w io.Writer, r Review) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", userSummary(ucs))
-	for _, uc := range ucs {
-		fmt.Fprintf(&b, "\n%3s user %s%s\n", mark(uc.Added, uc.Removed), uc.User, userNote(uc))
-		for _, side := range []struct {
-			mark string
-			gs   []compiler.GrantChange
-		}{{"+", uc.Gained}, {"-", uc.Lost}} {
-			for _, g := range side.gs {
-				fmt.Fprintf(&b, "      %s %s %s   (%s)\n", side.mark, g.Action, g.Subject, declared(g))
-				if len(g.Widening) > 0 {
-					fmt.Fprintf(&b, "        widens: %s\n", strings.Join(g.Widening, ", "))
+	n := r.Count()
+	if len(r.Reads) > 0 {
+		fmt.Fprintf(&b, "\nWho reads what: %s.\n\n", n.reads())
+		for _, rc := range r.Reads {
+			for _, side := range []struct {
+				sign   string
+				gained bool
+				gs     []compiler.Grant
+			}{{"+", true, rc.Gained}, {"-", false, rc.Lost}} {
+				for _, g := range side.gs {
+					fmt.Fprintf(&b, "  %s %s   (%s %s; consumer %s)\n", side.sign, readLine(rc, g, side.gained), g.Source, g.Because, rc.Consumer)
 				}
 			}
 		}
 	}
-	if len(acs) > 0 {
-		fmt.Fprintf(&b, "\nAccounts, exports and imports: %s.\n", accountSummary(acs))
-		for _, ac := range acs {
+	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", n.users())
+	for _, uc := range r.Users {
+		fmt.Fprintf(&b, "\n%3s user %s%s\n", mark(uc.Added, uc.Removed), uc.User, userNote(uc))
+		for _, m := range meanings(uc) {
+			verb := "may"
+			if m.sign == "-" {
+				verb = "may no longer"
+			}
+			fmt.Fprintf(&b, "      %s %s %s   (%s)\n", m.sign, verb, m.means, strings.Join(m.declared, "; "))
+			if len(m.widening) > 0 {
+				fmt.Fprintf(&b, "        widens: %s\n", strings.Join(m.widening, ", "))
+			}
+			fmt.Fprintf(&b, "        subjects: %s\n", strings.Join(m.subjects, ", "))
+		}
+	}
+	if len(r.Accounts) > 0 {
+		fmt.Fprintf(&b, "\nAccounts, exports and imports: %s.\n", accountSummary(r.Accounts))
+		for _, ac := range r.Accounts {
 			fmt.Fprintf(&b, "\n%3s account %s\n", mark(ac.Added, ac.Removed), ac.Account)
 			for _, l := range ac.Gained {
 				fmt.Fprintf(&b, "      + %s\n", l)
@@ -159,46 +278,65 @@ func writeText(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountCha
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nWhat this change breaks: %s.\n", breakSummary(bs))
-	if len(bs) > 0 {
+	fmt.Fprintf(&b, "\nWhat this change breaks: %s.\n", n.breaks())
+	if len(r.Breaks)+len(r.Unmatched) > 0 {
 		b.WriteString("\n")
 	}
-	for _, x := range lint.BreakFindings(bs) {
+	for _, x := range r.Findings() {
 		fmt.Fprintf(&b, "  %s\n", x)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+func writeMarkdown(w io.Writer, r Review) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n### Users and permissions\n\n**%s**\n", userSummary(ucs))
-	if len(ucs) > 0 {
-		b.WriteString("\n| | user | may | subject | declared by |\n| --- | --- | --- | --- | --- |\n")
-		for _, uc := range ucs {
+	n := r.Count()
+	if len(r.Reads) > 0 {
+		fmt.Fprintf(&b, "\n### Who reads what\n\n**%s**\n", n.reads())
+		b.WriteString("\n| | who may now read what | declared by | consumer |\n| --- | --- | --- | --- |\n")
+		for _, rc := range r.Reads {
 			for _, side := range []struct {
-				mark string
-				gs   []compiler.GrantChange
-			}{{"+", uc.Gained}, {"−", uc.Lost}} {
+				sign   string
+				gained bool
+				gs     []compiler.Grant
+			}{{"+", true, rc.Gained}, {"−", false, rc.Lost}} {
 				for _, g := range side.gs {
-					subject := "`" + mdCode(g.Subject) + "`"
-					if len(g.Widening) > 0 {
-						subject += " **widens: " + mdText(strings.Join(g.Widening, ", ")) + "**"
-					}
-					var decl []string
-					for _, x := range g.Because {
-						decl = append(decl, "`"+mdCode(x.Source.String())+"` "+mdText(x.Because))
-					}
-					fmt.Fprintf(&b, "| `%s` | `%s`%s | %s %s | %s | %s |\n", mark(uc.Added, uc.Removed), mdCode(uc.User), mdText(userNote(uc)),
-						side.mark, g.Action, subject, strings.Join(decl, "<br>"))
+					fmt.Fprintf(&b, "| `%s` | %s | `%s` %s | `%s` |\n", side.sign, mdText(readLine(rc, g, side.gained)),
+						mdCode(g.Source.String()), mdText(g.Because), mdCode(rc.Consumer))
 				}
 			}
 		}
 	}
-	if len(acs) > 0 {
-		fmt.Fprintf(&b, "\n### Accounts, exports and imports\n\n**%s**\n", accountSummary(acs))
+	fmt.Fprintf(&b, "\n### Users and permissions\n\n**%s**\n", n.users())
+	if len(r.Users) > 0 {
+		b.WriteString("\n| | user | may | declared by | subjects |\n| --- | --- | --- | --- | --- |\n")
+		for _, uc := range r.Users {
+			for _, m := range meanings(uc) {
+				may := m.sign + " " + mdText(m.means)
+				if m.sign == "-" {
+					may = "− no longer " + mdText(m.means)
+				}
+				if len(m.widening) > 0 {
+					may += " **widens: " + mdText(strings.Join(m.widening, ", ")) + "**"
+				}
+				var decl, subjects []string
+				for _, d := range m.declared {
+					pos, because, _ := strings.Cut(d, " ")
+					decl = append(decl, "`"+mdCode(pos)+"` "+mdText(because))
+				}
+				for _, s := range m.subjects {
+					subjects = append(subjects, "`"+mdCode(s)+"`")
+				}
+				fmt.Fprintf(&b, "| `%s` | `%s`%s | %s | %s | %s |\n", mark(uc.Added, uc.Removed), mdCode(uc.User), mdText(userNote(uc)),
+					may, strings.Join(decl, "<br>"), strings.Join(subjects, "<br>"))
+			}
+		}
+	}
+	if len(r.Accounts) > 0 {
+		fmt.Fprintf(&b, "\n### Accounts, exports and imports\n\n**%s**\n", accountSummary(r.Accounts))
 		b.WriteString("\n| | account | change |\n| --- | --- | --- |\n")
-		for _, ac := range acs {
+		for _, ac := range r.Accounts {
 			for _, side := range []struct {
 				mark  string
 				lines []string
@@ -209,16 +347,22 @@ func writeMarkdown(w io.Writer, ucs []compiler.UserChange, acs []compiler.Accoun
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\n### What this change breaks\n\n**%s**\n", breakSummary(bs))
-	if len(bs) > 0 {
+	fmt.Fprintf(&b, "\n### What this change breaks\n\n**%s**\n", n.breaks())
+	if len(r.Breaks) > 0 {
 		b.WriteString("\n| rule | severity | where | what | approved |\n| --- | --- | --- | --- | --- |\n")
-		for _, x := range bs {
+		for _, x := range r.Breaks {
 			sev, approved := x.Severity.String(), ""
 			if x.Approval != nil {
 				sev = "info"
 				approved = fmt.Sprintf("`%s`: %s", mdCode(x.Approval.Pos.String()), mdText(x.Approval.Reason.Value))
 			}
 			fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s | %s |\n", x.Rule, sev, mdCode(x.Pos.String()), mdText(x.Message), approved)
+		}
+	}
+	if len(r.Unmatched) > 0 {
+		b.WriteString("\n| rule | severity | where | what |\n| --- | --- | --- | --- |\n")
+		for _, x := range r.Unmatched {
+			fmt.Fprintf(&b, "| `%s` | %s | `%s` | %s |\n", x.Rule, x.Severity, mdCode(x.Pos.String()), mdText(x.Message))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -240,6 +384,8 @@ type jsonBreak struct {
 	Severity catalogue.Severity  `json:"severity"`
 	Pos      catalogue.Pos       `json:"pos"`
 	On       string              `json:"on"`
+	From     string              `json:"from,omitempty"`
+	To       string              `json:"to,omitempty"`
 	Message  string              `json:"message"`
 	Related  []catalogue.Related `json:"related,omitempty"`
 	Approved *jsonApproval       `json:"approved,omitempty"`
@@ -250,17 +396,19 @@ type jsonApproval struct {
 	Reason string        `json:"reason"`
 }
 
-// writeJSON writes apply's JSON document with keys added, "users", "accounts" and "breaks" (the
-// shape only ever gains fields): apply's keys first in its own order, then these.
-func writeJSON(w io.Writer, cs change.Changes, ucs []compiler.UserChange, acs []compiler.AccountChange, bs []lint.Break) error {
+// writeJSON writes apply's JSON document with keys added, "review" (the counts every format's
+// summary lines say), "reads", "users", "accounts" and "breaks" (the shape only ever gains
+// fields): apply's keys first in its own order, then these.
+func writeJSON(w io.Writer, r Review) error {
 	var doc bytes.Buffer
-	if err := change.Render(&doc, cs, output.JSON); err != nil {
+	if err := change.Render(&doc, r.Changes, output.JSON); err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(doc.Bytes(), &fields); err != nil {
 		return err
 	}
+	ucs := slices.Clone(r.Users)
 	if ucs == nil {
 		ucs = []compiler.UserChange{}
 	}
@@ -272,36 +420,45 @@ func writeJSON(w io.Writer, cs change.Changes, ucs []compiler.UserChange, acs []
 			ucs[i].Lost = []compiler.GrantChange{}
 		}
 	}
+	reads := r.Reads
+	if reads == nil {
+		reads = []compiler.ReadChange{}
+	}
 	jb := []jsonBreak{}
-	for _, x := range bs {
-		j := jsonBreak{Rule: x.Rule, Severity: x.Severity, Pos: x.Pos, On: x.On, Message: x.Message, Related: x.Related}
+	for _, x := range r.Breaks {
+		j := jsonBreak{Rule: x.Rule, Severity: x.Severity, Pos: x.Pos, On: x.On, From: x.From, To: x.To, Message: x.Message, Related: x.Related}
 		if x.Approval != nil {
 			j.Severity = catalogue.Info
 			j.Approved = &jsonApproval{Pos: x.Approval.Pos, Reason: x.Approval.Reason.Value}
 		}
 		jb = append(jb, j)
 	}
-	var err error
-	if fields["users"], err = marshal(ucs); err != nil {
-		return err
-	}
-	if fields["breaks"], err = marshal(jb); err != nil {
-		return err
-	}
+	acs := r.Accounts
 	if acs == nil {
 		acs = []compiler.AccountChange{}
 	}
-	if fields["accounts"], err = marshal(acs); err != nil {
-		return err
+	added := []struct {
+		key   string
+		value any
+	}{{"review", r.Count()}, {"reads", reads}, {"users", ucs}, {"accounts", acs}, {"breaks", jb}, {"unmatched_approvals", nonNil(r.Unmatched)}}
+	var ours []string
+	for _, a := range added {
+		v, err := marshal(a.value)
+		if err != nil {
+			return err
+		}
+		fields[a.key] = v
+		ours = append(ours, a.key)
 	}
 	order := []string{"version", "summary", "changes", "notes", "not_managed"}
+	fixed := len(order)
 	for k := range fields {
-		if !slices.Contains(order, k) && k != "users" && k != "breaks" && k != "accounts" {
+		if !slices.Contains(order, k) && !slices.Contains(ours, k) {
 			order = append(order, k)
 		}
 	}
-	slices.Sort(order[5:])
-	order = append(order, "users", "accounts", "breaks")
+	slices.Sort(order[fixed:])
+	order = append(order, ours...)
 	var out bytes.Buffer
 	out.WriteString("{")
 	first := true
@@ -326,8 +483,15 @@ func writeJSON(w io.Writer, cs change.Changes, ucs []compiler.UserChange, acs []
 		return err
 	}
 	indented.WriteString("\n")
-	_, err = w.Write(indented.Bytes())
+	_, err := w.Write(indented.Bytes())
 	return err
+}
+
+func nonNil(fs catalogue.Findings) catalogue.Findings {
+	if fs == nil {
+		return catalogue.Findings{}
+	}
+	return fs
 }
 
 func marshal(v any) (json.RawMessage, error) {

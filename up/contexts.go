@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
@@ -42,8 +43,9 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 	return paths, nil
 }
 
-// PrintConnect says where the bus is and how to connect to it as its users, by their contexts.
-func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
+// PrintConnect says where the bus is and how to connect to it as its users, by their contexts,
+// and how to plan the catalogue in dir (as given to up) against it: each line runs as printed.
+func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string, dir string) {
 	url, plan := b.URL, b.plan
 	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its development password and\n", url)
 	fmt.Fprintf(w, "the inbox prefix its grant names) in %s; connect as one, for example:\n\n", filepath.Dir(contexts[compiler.ControllerUser]))
@@ -54,5 +56,13 @@ func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string) {
 			shown++
 		}
 	}
-	fmt.Fprintf(w, "  meshc plan --context %s\n\n", contexts[compiler.ControllerUser])
+	fmt.Fprintf(w, "  meshc plan %s --context %s\n\n", shellWord(dir), shellWord(contexts[compiler.ControllerUser]))
+}
+
+// shellWord is s as one word of a shell command line: as it is when nothing in it is special.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

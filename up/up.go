@@ -44,6 +44,7 @@ type Bus struct {
 	// URL is where clients connect.
 	URL   string
 	State string
+	conf  string
 	plan  *compiler.Plan
 	dev   map[string]devCredential
 }
@@ -68,11 +69,10 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 	if _, err := b.deliverAccounts(ctx, nil); err != nil {
 		return nil, change.Changes{}, err
 	}
-	confPath, err := WriteServerConf(opts.State, opts.Port, opts.ServerConf)
-	if err != nil {
+	if b.conf, err = WriteServerConf(opts.State, opts.Port, opts.ServerConf); err != nil {
 		return nil, change.Changes{}, err
 	}
-	if b.Server, err = natsserver.FromConfig(ctx, confPath, false, opts.Ready); err != nil {
+	if b.Server, err = natsserver.FromConfig(ctx, b.conf, false, opts.Ready); err != nil {
 		return nil, change.Changes{}, err
 	}
 	b.URL = b.Server.ClientURL()
@@ -159,7 +159,7 @@ func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Chan
 		return 0, change.Changes{}, err
 	}
 	b.plan, b.dev = plan, dev
-	delivered, err := b.deliverAccounts(ctx, inProcess{b.Server})
+	delivered, err := b.deliverAccounts(ctx, apply.InProcess{Server: b.Server, Config: b.conf})
 	if err != nil {
 		return 0, change.Changes{}, fmt.Errorf("reloading the accounts: %w", err)
 	}
@@ -188,14 +188,6 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	}
 	return d.Deliver(ctx)
 }
-
-// inProcess is the embedded server as a Reloader: it loads its configuration file again when
-// asked, and says when it last did.
-type inProcess struct{ srv *server.Server }
-
-func (s inProcess) Loaded(context.Context) (time.Time, error) { return s.srv.ConfigTime(), nil }
-
-func (s inProcess) Reload(context.Context, time.Time) error { return s.srv.Reload() }
 
 // WriteServerConf writes the server's own half, STATE/server.conf: the listener, the JetStream
 // store, anything extra (a test's feature flags, a JetStream domain), and the accounts by a

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"os/user"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
@@ -19,10 +20,19 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
 )
 
-const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty]
+const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+       meshc apply FILE [same flags but --prune]
+
+With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
+the plan shows, from the catalogue it was made from (the directory it names). It refuses, naming
+what moved and applying nothing, when a file of the catalogue changed since, when an object the
+change set is about changed on the bus since, or when the change set meshc makes now is not the
+saved one. What a running bus moves on its own (messages, acknowledgements) is read afresh, and
+the refusals below (--allow-replace, --purge-non-empty) apply as they would to a plan made now.
 
 Asserts the catalogue's streams and consumers on a live NATS server or cluster: streams before
 consumers, at most 64 requests in flight, and applying twice changes nothing. It
@@ -33,44 +43,69 @@ keeps delivering, and is reported.
 
 Nothing is lost quietly: a change the server cannot make in place (a stream's storage or
 retention, a consumer's ack policy, pull <-> push) is refused unless --allow-replace; an object
-the plan no longer has is deleted only with --prune; and a stream holding messages is deleted or
-replaced only with --purge-non-empty as well. Briefly unavailable JetStream (a cluster electing a leader)
+the plan no longer has is deleted only with --prune; a stream holding messages is deleted or
+replaced only with --purge-non-empty as well, and whether it holds any is checked by the server
+at the delete; and a change the server makes by dropping stored messages (a limit lowered,
+retention limits -> interest, discard new -> old) only with --allow-discard, the plan saying how
+many it drops. Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
 One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
-bucket "meshc", recording holder, start and expiry) before it reads, and renews it while it
-works. A second apply waits up to --lock-timeout and then exits 2 naming the holder. A crashed
+bucket "meshc", recording holder, start and expiry) before it reads, renews it while it works,
+and checks it still holds it before every write (a lock broken or taken over stops the writes
+at the next one). A second apply says whom it waits for, waits up to --lock-timeout and then
+exits 2 naming the holder. Ctrl-C or SIGTERM stops an apply and gives the lock back; a killed
 apply's lock expires a minute after its last renewal; a stuck one's is removed with
 --break-lock. --dry-run reads without the lock.
 
-Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>.
-What the plan names is the mesh's and gets the mark on its next update. --prune deletes only
-marked objects the plan no longer has; everything else (KV and object-store buckets, other
-applications' streams, consumers other tools added) is listed as not managed and never
-changed, whatever the flags.
+Ownership: every stream and consumer apply writes carries the metadata meshc.mesh: <mesh name>
+and, when mesh.yaml has an id, meshc.catalogue: <id>. What the plan names and carries no mark
+is taken as the mesh's only with --adopt (the plan says so); what carries another mesh's or
+another catalogue's mark is never changed, whatever the flags. --prune deletes only objects
+this catalogue marked that the plan no longer has; everything else (KV and object-store
+buckets, other applications' streams, consumers other tools added) is listed as not managed
+and never changed, whatever the flags.
 
 With --accounts PATH it also writes the composed accounts file (the users, hashes and
-permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, before
-the streams and after every refusal was decided (a refused apply writes nothing). A symlink is
-written through to its target, and an existing file keeps its owner, group and mode (a new one
-is 0600). With --reload it checks first that the target is a running nats-server, then signals
-it to reload (SIGHUP, as 'nats-server --signal reload') when the server has not loaded the file
-as it now is — read from its monitoring endpoint (/varz config_load_time), so a rerun after a
-failed reload signals again — and waits until the endpoint shows the reload; a reload the server
-rejected exits 2. New users can connect at once and existing connections stay. A reload
+permissions of golden/accounts.conf) to PATH, atomically and only when its bytes changed, after
+every refusal was decided (a refused apply writes nothing) and under the bus's lock and a lock
+on PATH's directory, deciding from what the file and the server hold then. A symlink is written
+through to its target, and an existing file keeps its owner, group and mode (a new one is
+0600). With --reload it checks first that the target is a running nats-server started from a
+configuration file (-c, read from its command line) and that --monitor is that process's
+endpoint; it refuses a PATH the configuration does not include, and says at once, without
+signalling, a configuration the server would refuse. Then it signals the server (SIGHUP, as
+'nats-server --signal reload') until the server is proven to serve the file: /varz shows the
+configuration on disk (config_digest) loaded after the signal (config_load_time), and every
+service import of the file's accounts is wired (/accountz, /subsz: an account a reload creates
+has dead imports until the next reload). So a rerun after a failed, refused or interrupted
+reload reloads as often as the server still needs. A reload the server refused exits 2 with
+the server's own words as soon as its log (a log_file, or its standard error redirected to a
+file) says so. New users can connect at once and existing connections stay. A reload
 re-checks the password of every connected client, which is why an unchanged file is never
-rewritten. With --accounts and no server, only the file is written (and reloaded).
+rewritten. With --accounts and no server, only the file is written. With a server, the
+delivery is recorded on the bus (the file's digest, and the server's config_digest when
+--monitor reads it), so a later plan or apply without --accounts can say whether the users
+and permissions on the bus are still the catalogue's.
+
+Without --accounts, apply delivers streams and consumers only, and says when the users and
+permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
+recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
 
 Flags:
   --dry-run         print the plan and touch nothing
   --allow-replace   delete and re-make objects whose change cannot be made in place
   --prune           delete objects the plan no longer has
   --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
+  --allow-discard   make changes that drop stored messages (a lowered limit: those beyond it)
+  --adopt           take as the mesh's what the plan names but carries no meshc mark
   --concurrency N   requests in flight (default 64)
   --format FORMAT   how the plan is printed: text (default), json, markdown
   --accounts PATH   write the composed accounts file there when it changed
   --reload TARGET   signal nats-server (a PID or its pid file) to reload the file, and confirm it
-  --monitor URL     with --reload: the server's monitoring endpoint (default http://127.0.0.1:8222)
+  --monitor URL     the server's monitoring endpoint (default http://127.0.0.1:8222): with --reload,
+                    where the reload is watched; with it named and no --accounts, where the
+                    server's config_digest says whether it still runs the accounts meshc delivered
   --reload-timeout D  with --reload: how long the server may take to reload (default 30s)
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
@@ -79,8 +114,10 @@ Flags:
 ` + connectHelp + `
 Exit status:
   0  applied (or nothing to change)
-  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty to
-     proceed, or --accounts finds a user with no recorded hash (see --allow-missing)
+  1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
+     --allow-discard/--adopt to proceed or names another mesh's object, a stream to delete
+     received messages since the plan was read, or --accounts finds a user with no recorded
+     hash (see --allow-missing)
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
@@ -94,8 +131,10 @@ func runApply(inv *invocation, args []string) int {
 	allowReplace := fs.Bool("allow-replace", false, "re-make objects whose change cannot be made in place")
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
 	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
+	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages")
+	adopt := fs.Bool("adopt", false, "take as the mesh's what the plan names but carries no meshc mark")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
-	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
 	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
@@ -111,15 +150,29 @@ func runApply(inv *invocation, args []string) int {
 	}
 	const noLock = "--break-lock removes a stuck apply's lock and applies nothing"
 	if !refuseCombos(fs, stderr,
-		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
+		combo{flag: "break-lock", notWith: []string{"dry-run", "prune", "allow-replace", "purge-non-empty", "allow-discard", "adopt", "accounts", "reload", "format", "concurrency", "lock-timeout"}, why: noLock},
 		combo{flag: "dry-run", notWith: []string{"accounts", "lock-timeout", "concurrency"}, why: "--dry-run prints the plan and touches nothing: it writes no file, takes no lock and sends no request"},
 		combo{flag: "allow-missing", needs: []string{"accounts"}, why: "it leaves users with no hash out of the accounts file --accounts writes"},
 		combo{flag: "purge-non-empty", needs: []string{"prune", "allow-replace"}, why: "it lets a delete or a replacement drop a stream's messages"},
 		combo{flag: "reload", needs: []string{"accounts"}, why: "it signals the server to reload the file --accounts writes"},
-		combo{flag: "monitor", needs: []string{"reload"}, why: "it is where meshc watches the reload --reload asks for"},
 		combo{flag: "reload-timeout", needs: []string{"reload"}, why: "it bounds the wait for the reload --reload asks for"},
 	) {
 		return exitCantRun
+	}
+	// A saved plan names its catalogue and decided --prune when it was made.
+	var saved *change.Saved
+	if len(rest) == 1 {
+		if st, err := os.Stat(rest[0]); err == nil && st.Mode().IsRegular() {
+			if given(fs)["prune"] {
+				fmt.Fprintf(stderr, "meshc apply: %s is a saved plan, which decided --prune when it was made: drop --prune\n", rest[0])
+				return exitCantRun
+			}
+			if saved, err = readSaved(rest[0]); err != nil {
+				fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+				return exitFailed
+			}
+			rest, *prune = []string{saved.Catalogue.Dir}, saved.Prune
+		}
 	}
 	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
 	if !ok {
@@ -127,14 +180,20 @@ func runApply(inv *invocation, args []string) int {
 	}
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
+	// Ctrl-C or SIGTERM ends the apply where it is, and the deferred releases give the locks
+	// back rather than leaving them held to their expiry; a second one kills at once.
+	sig, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	context.AfterFunc(sig, stopSignals)
 	var accounts *apply.AccountsDelivery
+	var accountsDigest string
 	if *accountsPath != "" {
 		var exit int
-		if accounts, exit = prepareAccounts(inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
+		if accounts, accountsDigest, exit = prepareAccounts(sig, inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
 			return exit
 		}
 		if !conn.explicit() {
-			return deliverAccounts(accounts, stderr)
+			return deliverAccounts(sig, accounts, stderr)
 		}
 	}
 	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
@@ -143,6 +202,7 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
+	var fence func(context.Context) error
 	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
 		return exit
@@ -154,7 +214,7 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	// A refusal ends every request in flight at once: it will not pass by waiting.
-	ctx, cancel := bus.Watch(context.Background())
+	ctx, cancel := bus.Watch(sig)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancelTimeout()
@@ -164,13 +224,16 @@ func runApply(inv *invocation, args []string) int {
 	if !*dryRun {
 		// Locked before the read: a state read while another apply changes it is already
 		// stale, and applying a diff of it would undo the other's work.
-		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout, Replicas: stateReplicas(bus.Conn)})
+		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout,
+			Waiting: func(h apply.LockHolder) {
+				fmt.Fprintf(stderr, "meshc apply: waiting up to %s for the lock held by %s\n", *lockTimeout, h)
+			}})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 			return exitCantRun
 		}
 		defer lock.Release(context.Background())
-		ctx = lock.Context()
+		ctx, fence = lock.Context(), lock.Check
 	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
@@ -178,6 +241,16 @@ func runApply(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if saved != nil {
+		if err := savedStillHolds(saved, live, changes); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
+	}
+	if err := apply.CountDrops(ctx, bus, changes, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix}); err != nil {
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
+		return exitCantRun
+	}
 	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		return exitCantRun
@@ -185,7 +258,7 @@ func runApply(inv *invocation, args []string) int {
 	if *dryRun {
 		return exitOK
 	}
-	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, Concurrency: *concurrency}
+	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency, Fence: fence}
 	if err := apply.Refusals(changes, opts); err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		if accounts != nil {
@@ -195,9 +268,16 @@ func runApply(inv *invocation, args []string) int {
 	}
 	if accounts != nil {
 		// Users first: a module whose consumer is about to exist should be able to connect.
-		if exit := deliverAccounts(accounts, stderr); exit != exitOK {
+		// Decided here, under the lock, from what file and server hold now.
+		accounts.Fence = fence
+		if exit := deliverAccounts(ctx, accounts, stderr); exit != exitOK {
 			return exit
 		}
+		if err := recordAccounts(ctx, js, fence, accountsDigest, *reload != "", *monitor); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		}
+	} else {
+		sayAccounts("apply", ctx, js, plan, given(fs)["monitor"], *monitor, stderr)
 	}
 	if changes.Empty() {
 		return exitOK
@@ -237,16 +317,6 @@ func lockHolder(plan *compiler.Plan) string {
 	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", plan.Account, who, host, os.Getpid())
 }
 
-// stateReplicas is the replica count of apply's bucket when this apply makes it: three on a
-// cluster of three or more servers, so the lock and the resume points survive a node lost,
-// and one on a single server.
-func stateReplicas(nc *nats.Conn) int {
-	if len(nc.Servers()) >= 3 {
-		return 3
-	}
-	return 1
-}
-
 // whyStopped says why a request stopped when something other than the request ended it: the
 // lock lost, or the server refusing this connection something (then the refusal is the news,
 // not the "context canceled" it left behind).
@@ -258,6 +328,9 @@ func whyStopped(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
 	case errors.As(cause, &refused) && !errors.As(err, &refused):
 		return refused
+	case ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded):
+		// Ctrl-C or SIGTERM.
+		return fmt.Errorf("stopped, %v (%v): what was done stands and the lock is given back; apply again to finish", cause, err)
 	}
 	return err
 }
@@ -273,42 +346,83 @@ func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer)
 		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next renewal\n", held)
+	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next write\n", held)
 	return exitOK
 }
 
 // prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
 // the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
 // nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, int) {
+func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, string, int) {
 	stderr := inv.stderr
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitFailed
+		return nil, "", exitFailed
 	}
 	var server apply.Reloader
 	if reload != "" {
-		if server, err = apply.Signalled(reload, monitor, wait, inv.isNATSServer); err != nil {
+		if server, err = apply.Signalled(ctx, reload, monitor, wait); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return nil, exitCantRun
+			return nil, "", exitCantRun
 		}
 	}
-	d, err := apply.PrepareAccounts(context.Background(), data, path, server)
+	d, err := apply.PrepareAccounts(ctx, data, path, server)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, exitCantRun
+		return nil, "", exitCantRun
 	}
-	return d, exitOK
+	return d, apply.AccountsDigest(data), exitOK
+}
+
+// recordAccounts records the delivery on the bus, with the server's config_digest when the
+// reload was watched on its monitoring endpoint.
+func recordAccounts(ctx context.Context, js jetstream.JetStream, fence func(context.Context) error, digest string, reloaded bool, monitor string) error {
+	if fence != nil {
+		if err := fence(ctx); err != nil {
+			return err
+		}
+	}
+	rec := apply.AccountsRecord{Digest: digest, At: time.Now(), By: "meshc apply --accounts"}
+	if reloaded {
+		rec.ConfigDigest, _ = apply.ServerConfigDigest(ctx, monitor)
+	}
+	return apply.RecordAccounts(ctx, js, rec)
+}
+
+// sayAccounts says, where this command delivers no accounts, when the users and permissions on
+// the bus may differ from the catalogue's, and what that rests on.
+func sayAccounts(cmd string, ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitored bool, monitor string, stderr io.Writer) {
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
+	if err != nil {
+		return
+	}
+	if !monitored {
+		monitor = ""
+	}
+	if ev := apply.CheckAccounts(ctx, js, apply.AccountsDigest(data), monitor); ev.MayDiffer {
+		fmt.Fprintf(stderr, "meshc %s: users and permissions: %s [this rests on %s]\n", cmd, ev.Said, ev.Rests)
+	}
 }
 
 // deliverAccounts writes the file and has the server load it, saying what it did.
-func deliverAccounts(d *apply.AccountsDelivery, stderr io.Writer) int {
-	did, err := d.Deliver(context.Background())
+func deliverAccounts(ctx context.Context, d *apply.AccountsDelivery, stderr io.Writer) int {
+	did, err := d.Deliver(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
 	}
 	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
 	return exitOK
+}
+
+// savedStillHolds refuses a saved plan whose bus moved, or whose change set meshc no longer makes.
+func savedStillHolds(saved *change.Saved, live *change.State, changes change.Changes) error {
+	if moved := saved.BusMoved(live); len(moved) > 0 {
+		return change.Moved("the bus", moved, "by "+saved.Bus.Server)
+	}
+	if moved := saved.ChangesMoved(changes); len(moved) > 0 {
+		return change.Moved("what the plan does", moved, "meshc "+saved.Meshc+" saved it")
+	}
+	return nil
 }

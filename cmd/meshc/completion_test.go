@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 )
 
 // The bash script, loaded into a real bash, completes commands, a command's flags (from the
@@ -45,6 +47,36 @@ func TestBashCompletionCompletes(t *testing.T) {
 	}
 	if got := complete("meshc", "help", "ve"); got != "version" {
 		t.Errorf("meshc help ve<TAB> = %q", got)
+	}
+	// Values, from the commands' own tables: a flag's formats, explain's rule ids, and the
+	// catalogue's own modules and users, asked of meshc as the user types.
+	if got := complete("meshc", "lint", "--format", ""); got != "text json sarif github" {
+		t.Errorf("meshc lint --format <TAB> = %q", got)
+	}
+	if got := complete("meshc", "plan", "--format", "m"); got != "markdown" {
+		t.Errorf("meshc plan --format m<TAB> = %q", got)
+	}
+	if got := complete("meshc", "graph", "--format", ""); got != "mermaid dot" {
+		t.Errorf("meshc graph --format <TAB> = %q", got)
+	}
+	if got := complete("meshc", "explain", "seat-u"); got != "seat-unknown seat-use-nothing seat-unheld" {
+		t.Errorf("meshc explain seat-u<TAB> = %q", got)
+	}
+	if got := complete("meshc", "explain", "approval"); got != "approval-unmatched" {
+		t.Errorf("meshc explain approval<TAB> = %q", got)
+	}
+	dir := cataloguetest.Extract(t, "testdata/up.txtar")
+	if got := complete("meshc", "graph", dir, "--focus", ""); got != "builder catalog" {
+		t.Errorf("meshc graph DIR --focus <TAB> = %q", got)
+	}
+	if got := complete("meshc", "can", "--dir", dir, "mod.anchor.c"); got != "mod.anchor.catalog" {
+		t.Errorf("meshc can --dir DIR mod.anchor.c<TAB> = %q", got)
+	}
+	if got := complete("meshc", "can", "--dir", dir, "mod.anchor.catalog", ""); got != "pub sub" {
+		t.Errorf("meshc can --dir DIR USER <TAB> = %q", got)
+	}
+	if got := complete("meshc", "completion", "f"); got != "fish" {
+		t.Errorf("meshc completion f<TAB> = %q", got)
 	}
 	for _, shell := range []string{"zsh", "fish"} {
 		if code, out, errs := meshc(t, "completion", shell); code != 0 || !strings.Contains(out, "lock-timeout") {

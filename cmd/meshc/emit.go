@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
@@ -102,24 +103,33 @@ func runEmit(inv *invocation, args []string) int {
 
 // compileCatalogue loads and lints a catalogue and compiles it. A catalogue with lint errors is
 // not compiled: its findings go to stderr and the plan is nil, with the exit code to return.
-func compileCatalogue(cmd, dir string, stderr io.Writer) (*compiler.Plan, int) {
+//
+// tolerate names rules whose errors the command is the fix for, or does not depend on: mint
+// replaces credentials that do not fit the mesh's auth, and up runs on development passwords.
+func compileCatalogue(cmd, dir string, stderr io.Writer, tolerate ...string) (*compiler.Plan, int) {
+	_, plan, exit := compileLoaded(cmd, dir, stderr, tolerate...)
+	return plan, exit
+}
+
+// compileLoaded is compileCatalogue that also returns the catalogue it loaded.
+func compileLoaded(cmd, dir string, stderr io.Writer, tolerate ...string) (*catalogue.Catalogue, *compiler.Plan, int) {
 	c, loaded, ok := loadCatalogue(cmd, dir, stderr)
 	if !ok {
-		return nil, exitCantRun
+		return nil, nil, exitCantRun
 	}
 	findings, plan := lint.Check(c, loaded)
-	if findings.HasErrors() {
-		errs := catalogue.Findings{}
-		for _, f := range findings {
-			if f.Severity == catalogue.Error {
-				errs = append(errs, f)
-			}
+	errs := catalogue.Findings{}
+	for _, f := range findings {
+		if f.Severity == catalogue.Error && !slices.Contains(tolerate, f.Rule) {
+			errs = append(errs, f)
 		}
+	}
+	if len(errs) > 0 {
 		lint.Write(stderr, output.Text, errs.Under(dir))
 		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
-		return nil, exitFailed
+		return nil, nil, exitFailed
 	}
-	return plan, exitOK
+	return c, plan, exitOK
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one

@@ -37,14 +37,14 @@ func runGraph(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), graphHelp) }
-	format := fs.String("format", "mermaid", "`format`: mermaid or dot")
-	focus := fs.String("focus", "", "draw only `MODULE`'s neighbourhood")
+	graphFormats := []string{"mermaid", "dot"}
+	format := choice(fs, "format", "mermaid", "`format`: mermaid or dot", graphFormats...)
+	focus := choice(fs, "focus", "", "draw only `MODULE`'s neighbourhood", "@modules")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
 	// Read as every command reads its formats (in any case, with a did-you-mean).
-	graphFormats := []string{"mermaid", "dot"}
 	f, err := suggest.Choose("format", *format, graphFormats)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc graph: --format: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/review"
@@ -48,7 +49,7 @@ func runLint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
-	formatName := fs.String("format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "))
+	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "), output.Names(lint.Formats...)...)
 	list := fs.Bool("list", false, "print the rule table and exit")
 	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
 	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")
@@ -99,14 +100,17 @@ func runLint(inv *invocation, args []string) int {
 	if !ok {
 		return exitCantRun
 	}
-	findings := lint.Run(c, loaded).Under(dir)
+	found, plan := lint.Check(c, loaded)
+	findings := found.Under(dir)
 	if *against != "" {
-		base, err := review.Load(dir, *against)
+		// The head as lint just compiled it: review loads only the base.
+		base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun
 		}
-		findings = append(findings, lint.BreakFindings(base.Breaks())...)
+		breaks, unmatched := base.Breaks()
+		findings = append(append(findings, lint.BreakFindings(breaks)...), unmatched...)
 	}
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)

@@ -35,6 +35,9 @@ type command struct {
 	// run runs the command with the arguments after its name. `-h` must print the command's
 	// help on stdout and return exitOK.
 	run func(inv *invocation, args []string) int
+	// args are what completion offers for each positional argument, in order: words, or
+	// "@rules", "@users", "@modules" for the rule table's ids and the catalogue's own names.
+	args []string
 }
 
 // An invocation is one run of meshc: where it writes, and what completion or a test asks of it.
@@ -45,9 +48,6 @@ type invocation struct {
 	// listFlags makes parseArgs list the command's flags instead of parsing: completion's way to
 	// ask every command for its flags through the one place all of them parse.
 	listFlags bool
-	// isNATSServer decides whether apply --reload may signal a process; nil checks that it is a
-	// nats-server by its name. A test's server runs in the test's own process.
-	isNATSServer func(pid int) error
 }
 
 var commands = map[string]command{}
@@ -55,19 +55,19 @@ var commands = map[string]command{}
 // init fills commands: completion lists the commands, so the table cannot refer to it directly.
 func init() {
 	for name, c := range map[string]command{
-		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint},
-		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit},
-		"mint":       {"mint passwords for bus users and record their bcrypt hashes", runMint},
-		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan},
-		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp},
-		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply},
-		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion},
-		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion},
-		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan},
-		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain},
-		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph},
-		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema},
-		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan},
+		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint, nil},
+		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit, nil},
+		"mint":       {"mint passwords for bus users and record their bcrypt hashes", runMint, nil},
+		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan, nil},
+		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp, nil},
+		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},
+		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
+		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion, []string{"bash zsh fish"}},
+		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan, []string{"@users", "pub sub"}},
+		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
+		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
+		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema, nil},
+		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan, []string{"pub sub"}},
 	} {
 		commands[name] = c
 	}
@@ -165,11 +165,18 @@ func parseArgs(fs *flag.FlagSet, args []string, inv *invocation) (positional []s
 		// meshc completion asks every command for its flags through here, the one place all of
 		// them parse, so a flag added to a command completes without another list to keep.
 		fs.VisitAll(func(f *flag.Flag) {
+			name := "--" + f.Name
 			if len(f.Name) == 1 {
-				fmt.Fprintln(stdout, "-"+f.Name)
-			} else {
-				fmt.Fprintln(stdout, "--"+f.Name)
+				name = "-" + f.Name
 			}
+			// A flag that takes a value says so (--dir=), and one that knows its values says
+			// them: --format=text,json,markdown.
+			if c, ok := f.Value.(interface{ Choices() []string }); ok {
+				name += "=" + strings.Join(c.Choices(), ",")
+			} else if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				name += "="
+			}
+			fmt.Fprintln(stdout, name)
 		})
 		return nil, exitOK, true
 	}
@@ -230,4 +237,22 @@ func catalogueArg(fs *flag.FlagSet, rest []string, stderr io.Writer) (dir string
 func tooMany(fs *flag.FlagSet, stderr io.Writer, extra []string) int {
 	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s; 'meshc help %s' says what it takes\n", fs.Name(), strings.Join(extra, " "), fs.Name())
 	return exitCantRun
+}
+
+// choiceFlag is a string flag that knows its values, so completion offers them: the command's own
+// table, never a copy. The command still judges the value it is given, with its own message.
+type choiceFlag struct {
+	value   string
+	choices []string
+}
+
+func (c *choiceFlag) String() string     { return c.value }
+func (c *choiceFlag) Set(s string) error { c.value = s; return nil }
+func (c *choiceFlag) Choices() []string  { return c.choices }
+
+// choice defines a choiceFlag on fs.
+func choice(fs *flag.FlagSet, name, def, usage string, choices ...string) *string {
+	c := &choiceFlag{value: def, choices: choices}
+	fs.Var(c, name, usage)
+	return &c.value
 }

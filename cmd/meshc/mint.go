@@ -10,6 +10,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/suggest"
+	"github.com/meshc-dev/meshc/lint"
 )
 
 const mintHelp = `Usage: meshc mint [--dir DIR] USER...
@@ -32,11 +33,14 @@ nothing from a higher cost.
 
 Flags:
   --dir DIR   the catalogue (default: the current directory)
-  --missing   mint every user the catalogue derives that has no recorded hash
+  --missing   mint every user the catalogue derives that has no recorded hash, or whose
+              recorded value is not what the mesh's auth records (a bcrypt hash left in a
+              mesh switched to auth: nkey, or the reverse): switching auth is this command
 
 Exit status:
   0  minted (or nothing was missing)
-  1  a USER is not a bus user of this catalogue, or the catalogue has errors
+  1  a USER is not a bus user of this catalogue, or the catalogue has errors (other than
+     credential-invalid, which minting fixes)
   2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
 `
 
@@ -55,7 +59,9 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 
-	plan, code := compileCatalogue("mint", *dir, stderr)
+	// Mint is how a credential that does not fit the mesh's auth is replaced: those errors are
+	// what it fixes, not a reason to refuse.
+	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid)
 	if plan == nil {
 		return code
 	}
@@ -71,9 +77,12 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
+	creds.Header = catalogue.CredentialsHeader(plan.NKeys)
 	if *missing {
+		// Missing, or recorded in a form the mesh's auth does not take (hashes left from
+		// before a switch to auth: nkey): switching auth is this one command.
 		for _, u := range plan.Users {
-			if u.Credential() == "" && !creds.Recorded(u.Name) {
+			if (u.Credential() == "" && !creds.Recorded(u.Name)) || (u.Credential() != "" && catalogue.CredentialFits(plan.NKeys, u.Credential()) != nil) {
 				users = append(users, u.Name)
 			}
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,11 +17,14 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/atomicfile"
+	"github.com/meshc-dev/meshc/internal/buildinfo"
 	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/review"
 )
 
-const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags]
+const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags [--save FILE]]
 
 Says what applying the catalogue in DIR (default: the current directory) would change, per
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
@@ -28,7 +32,10 @@ cannot make in place), - delete (only with --prune), and what is kept on purpose
 
 With no server, it compares against the committed golden plan (DIR/golden/plan.json, or -o):
 what a pull request changes. With --server, --context or NATS_URL, it compares against the
-live server, reading it with the paged list API (a handful of requests, however many objects).
+live server, reading it with the paged list API (a handful of requests, however many objects),
+and says when the users and permissions on the bus may differ from the catalogue's, and what
+that rests on (the delivery meshc apply --accounts recorded on the bus, the server's
+config_digest with --monitor, or nothing the bus records).
 
 With --against REF, it compares against the base catalogue at REF (the pull request's base
 branch) and shows everything the change does to a bus running the base: streams and consumers,
@@ -45,6 +52,11 @@ Flags:
                    json: a stable shape for scripts; markdown: for a pull request comment
   --prune          show objects the plan no longer has as deletes
   -o DIR           the golden directory to compare against (default DIR/golden)
+  --monitor URL    with a server, its monitoring endpoint: /varz config_digest says whether
+                   the server still runs the accounts file meshc apply --accounts delivered
+  --save FILE      with a server: also save the plan to FILE for 'meshc apply FILE', which
+                   applies exactly this change set and refuses, naming what moved, if the
+                   catalogue's files or the objects it changes on the bus changed since
 ` + againstHelp + `
 
 ` + connectHelp + `
@@ -63,24 +75,33 @@ func runPlan(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
-	formatName := fs.String("format", "text", "output `format`: text, json or markdown")
+	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
 	prune := fs.Bool("prune", false, "show objects the plan no longer has as deletes")
 	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
 	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
+	save := fs.String("save", "", "save the plan to `FILE` for meshc apply FILE")
+	monitor := fs.String("monitor", "", "with a server, its monitoring `URL`: its config_digest says whether it runs the accounts meshc delivered")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
 	}
-	if !refuseCombos(fs, stderr, combo{flag: "o", notWith: []string{"against"}, why: "-o names the golden plan to compare with, --against another catalogue; give one of them"}) {
+	if !refuseCombos(fs, stderr,
+		combo{flag: "o", notWith: []string{"against"}, why: "-o names the golden plan to compare with, --against another catalogue; give one of them"},
+		combo{flag: "save", notWith: []string{"against", "o"}, why: "a saved plan is a change to a live bus: it is made against a server"},
+	) {
+		return exitCantRun
+	}
+	if *save != "" && !conn.explicit() {
+		fmt.Fprintf(stderr, "meshc plan: --save records what the bus holds: name the bus (--server, --context, NATS_URL or NATS_CONTEXT)\n")
 		return exitCantRun
 	}
 	if *goldenDir != "" && conn.explicit() {
 		fmt.Fprintf(stderr, "meshc plan: -o compares with the golden plan, a server (--server, --context, NATS_URL or NATS_CONTEXT) with a live bus: give one of them\n")
 		return exitCantRun
 	}
-	dir, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
+	dir, format, c, plan, exit, ok := planCatalogue(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
 	}
@@ -90,7 +111,8 @@ func runPlan(inv *invocation, args []string) int {
 			fmt.Fprintf(stderr, "meshc plan: --against compares two catalogues, a server compares one with a bus: give one of them\n")
 			return exitCantRun
 		}
-		base, err := review.Load(dir, *against)
+		// The head as planCatalogue compiled it: review loads only the base.
+		base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 			return exitCantRun
@@ -108,13 +130,21 @@ func runPlan(inv *invocation, args []string) int {
 	}
 	var live *change.State
 	var err error
+	var count func(change.Changes) error
+	server := ""
 	if conn.explicit() {
 		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
 			return exit
 		}
 		defer bus.Close()
-		live = state
+		live, server = state, bus.Conn.ConnectedUrlRedacted()
+		if js, err := bus.JetStream(); err == nil {
+			sayAccounts("plan", context.Background(), js, plan, *monitor != "", *monitor, stderr)
+		}
+		count = func(cs change.Changes) error {
+			return apply.CountDrops(context.Background(), bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+		}
 	} else {
 		if *goldenDir == "" {
 			*goldenDir = filepath.Join(dir, catalogue.GoldenDir)
@@ -127,9 +157,23 @@ func runPlan(inv *invocation, args []string) int {
 		}
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	if count != nil {
+		// What a change would drop is counted on the live bus only.
+		if err := count(changes); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+	}
 	if err := change.Render(stdout, changes, format); err != nil {
 		fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 		return exitCantRun
+	}
+	if *save != "" {
+		if err := savePlan(*save, dir, changes, *prune, server, live); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: --save: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc plan: saved to %s; 'meshc apply %s' applies exactly this\n", *save, *save)
 	}
 	if changes.Empty() {
 		return exitOK
@@ -140,18 +184,24 @@ func runPlan(inv *invocation, args []string) int {
 // planArgs is what plan and apply read first: the output format, the catalogue's directory, and
 // the plan it compiles to. ok is false when the command must exit with exit.
 func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, plan *compiler.Plan, exit int, ok bool) {
+	dir, format, _, plan, exit, ok = planCatalogue(fs, rest, formatName, stderr)
+	return dir, format, plan, exit, ok
+}
+
+// planCatalogue is planArgs that also returns the catalogue the plan was compiled from.
+func planCatalogue(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, c *catalogue.Catalogue, plan *compiler.Plan, exit int, ok bool) {
 	format, err := output.Parse(formatName, change.Formats...)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: --format: %v\n", fs.Name(), err)
-		return "", "", nil, exitCantRun, false
+		return "", "", nil, nil, exitCantRun, false
 	}
 	if dir, exit, ok = catalogueArg(fs, rest, stderr); !ok {
-		return "", "", nil, exit, false
+		return "", "", nil, nil, exit, false
 	}
-	if plan, exit = compileCatalogue(fs.Name(), dir, stderr); plan == nil {
-		return "", "", nil, exit, false
+	if c, plan, exit = compileLoaded(fs.Name(), dir, stderr); plan == nil {
+		return "", "", nil, nil, exit, false
 	}
-	return dir, format, plan, exitOK, true
+	return dir, format, c, plan, exitOK, true
 }
 
 // connectLive resolves the connection settings, says which bus and as whom, connects and asks
@@ -206,4 +256,39 @@ func goldenState(path string) (*change.State, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return change.Applied(committed), nil
+}
+
+// savePlan writes the plan for `meshc apply FILE`: the change set, the catalogue's files'
+// digests and what the bus held of each object it changes.
+func savePlan(path, dir string, cs change.Changes, prune bool, server string, live *change.State) error {
+	files, err := catalogue.FileDigests(dir)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(change.NewSaved(buildinfo.Version(), cs, prune, dir, files, server, live), "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
+}
+
+// readSaved reads a saved plan and checks the catalogue it names is still the one it was made
+// from. The plan's directory is the catalogue's, as given to meshc plan.
+func readSaved(path string) (*change.Saved, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := change.ReadSaved(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	files, err := catalogue.FileDigests(saved.Catalogue.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the catalogue it was made from: %w", path, err)
+	}
+	if moved := saved.CatalogueMoved(files); len(moved) > 0 {
+		return nil, change.Moved("the catalogue in "+saved.Catalogue.Dir, moved, path)
+	}
+	return saved, nil
 }

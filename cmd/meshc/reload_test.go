@@ -2,20 +2,17 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
-	"github.com/meshc-dev/meshc/internal/natstest"
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
@@ -23,7 +20,7 @@ import (
 func meshc(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errs bytes.Buffer
-	code := runWith(&invocation{stdout: &out, stderr: &errs, isNATSServer: ownProcessOrNATSServer}, args)
+	code := runWith(&invocation{stdout: &out, stderr: &errs}, args)
 	return code, out.String(), errs.String()
 }
 
@@ -54,16 +51,17 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
 		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
 	}
-	s, monitor := serverWithAccounts(t, conf)
+	s := serverWithAccounts(t, conf)
+	monitor := s.monitor
 
 	var disconnects atomic.Int32
-	catalog, err := nats.Connect(s.ClientURL(), nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer catalog.Close()
-	sub, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) })
+	sub, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +70,7 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	cid, _ := catalog.GetClientID()
 
 	// dave does not exist yet.
-	if _, err := nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", "nope")); err == nil {
+	if _, err := nats.Connect(s.url, nats.UserInfo("person.dave", "nope")); err == nil {
 		t.Fatal("an unknown user connected")
 	}
 
@@ -81,14 +79,14 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 		t.Fatal(err)
 	}
 	dave := mint(t, dir, "person.dave")["person.dave"]
-	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
+	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
 	if code != 0 || !strings.Contains(errs, "the server reloaded it") {
 		t.Fatalf("apply --accounts --reload: %d %s", code, errs)
 	}
 
 	var nc *nats.Conn
 	testwait.ForNil(t, "the new user to connect after the reload", 10*time.Second, func() error {
-		nc, err = nats.Connect(s.ClientURL(), nats.UserInfo("person.dave", dave), nats.CustomInboxPrefix("_INBOX.person.dave"))
+		nc, err = nats.Connect(s.url, nats.UserInfo("person.dave", dave), nats.CustomInboxPrefix("_INBOX.person.dave"))
 		return err
 	})
 	defer nc.Close()
@@ -105,8 +103,8 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 
 	// Nothing changed: the file is not rewritten and the server is not asked again.
 	before, _ := os.Stat(accounts)
-	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", strconv.Itoa(os.Getpid()), "--monitor", monitor)
-	if code != 0 || !strings.Contains(errs, "is current and the server has loaded it; the server is not asked to reload") {
+	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
+	if code != 0 || !strings.Contains(errs, "is current and the server has loaded it (its configuration digest matches and every service import is wired); the server is not asked to reload") {
 		t.Fatalf("second apply --accounts: %d %s", code, errs)
 	}
 	if after, _ := os.Stat(accounts); !after.ModTime().Equal(before.ModTime()) {
@@ -114,25 +112,22 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	}
 }
 
-// serverWithAccounts starts a server from a configuration in dir that includes dir/accounts.conf,
-// with its monitoring endpoint and its own signal handling (SIGHUP reloads), as in production.
-// It returns the server and its monitoring URL.
-func serverWithAccounts(t *testing.T, dir string) (*server.Server, string) {
+// serverWithAccounts starts a nats-server process from a configuration in dir that includes
+// dir/accounts.conf, with its monitoring endpoint, its log in dir/nats.log (log_file) and its own
+// signal handling (SIGHUP reloads), as in production.
+func serverWithAccounts(t *testing.T, dir string) *serverProcess {
 	t.Helper()
-	serverConf := filepath.Join(dir, "server.conf")
-	if err := os.WriteFile(serverConf, []byte("host: 127.0.0.1\nport: -1\nhttp: \"127.0.0.1:-1\"\njetstream { store_dir: \""+
-		filepath.Join(dir, "js")+"\" }\ninclude \"accounts.conf\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := natstest.FromConfig(t, serverConf, true)
-	return s, "http://" + s.MonitorAddr().String()
+	log := filepath.Join(dir, "nats.log")
+	return startServerProcess(t, serverConf(t, dir, fmt.Sprintf("log_file: %q\n", log)), log)
 }
 
-// ownProcessOrNATSServer lets --reload signal this test process, whose nats-server runs
-// in-process; any other process must still be a nats-server.
-func ownProcessOrNATSServer(pid int) error {
-	if pid == os.Getpid() {
-		return nil
+// serverConf writes dir/server.conf: a server including dir/accounts.conf, with extra.
+func serverConf(t *testing.T, dir, extra string) string {
+	t.Helper()
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte("host: 127.0.0.1\nport: -1\nhttp: \"127.0.0.1:-1\"\njetstream { store_dir: \""+
+		filepath.Join(dir, "js")+"\" }\n"+extra+"include \"accounts.conf\"\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	return apply.IsNATSServer(pid)
+	return conf
 }

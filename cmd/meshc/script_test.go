@@ -29,6 +29,8 @@ var update = flag.Bool("update", false, "rewrite the files scripts compare again
 func TestMain(m *testing.M) {
 	testscript.Main(hermetic{m}, map[string]func(){
 		"meshc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+		// A real nats-server process for the tests that signal one (natsproc_test.go).
+		"nats-server": natsServerMain,
 	})
 }
 

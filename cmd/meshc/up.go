@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -84,7 +85,8 @@ func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
 	}
 	defer release()
 
-	plan, code := compileCatalogue("up", dir, stderr)
+	// up runs on development passwords of its own: credentials.yaml's are not its concern.
+	plan, code := compileCatalogue("up", dir, stderr, lint.RuleCredentialInvalid)
 	if plan == nil {
 		return code
 	}
@@ -123,9 +125,9 @@ func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
 		// The bus stops as this returns: no way to connect to it is printed.
 		return exitOK
 	}
-	bus.PrintConnect(stdout, contexts)
+	bus.PrintConnect(stdout, contexts, dir)
 	up.Watch(ctx, dir, bus, func() *compiler.Plan {
-		plan, _ := compileCatalogue("up", dir, stderr)
+		plan, _ := compileCatalogue("up", dir, stderr, lint.RuleCredentialInvalid)
 		return plan
 	}, say)
 	return exitOK

@@ -17,7 +17,9 @@ const versionHelp = `Usage: meshc version   (or meshc --version)
 Prints meshc's version — the module version it was installed at, or (devel) for a build from a
 working tree — the commit it was built from and whether the tree had changes ("modified"), the
 Go toolchain, and the nats-server meshc embeds (meshc up runs it). All of it is read from the
-build information Go records in the binary.
+build information Go records in the binary; a build without it (-buildvcs=false, no .git) is
+given the version and commit with -ldflags -X github.com/meshc-dev/meshc/internal/buildinfo.version=…
+and ….commit=… (README: Install).
 `
 
 func runVersion(inv *invocation, args []string) int {
@@ -50,6 +52,9 @@ func versionText(info *debug.BuildInfo) string {
 			}
 		}
 	}
+	if c := buildinfo.Commit(); c != "" {
+		commit, modified = c, false
+	}
 	line := "meshc " + version
 	switch {
 	case commit != "" && modified:
@@ -57,7 +62,7 @@ func versionText(info *debug.BuildInfo) string {
 	case commit != "":
 		line += fmt.Sprintf(" (commit %s)", commit)
 	default:
-		line += " (commit unknown: built without version control information)"
+		line += " (commit unknown: built without version control information; build in a git checkout, or give it with -ldflags -X github.com/meshc-dev/meshc/internal/buildinfo.commit=SHA)"
 	}
 	return fmt.Sprintf("%s\n%s %s/%s\nnats-server %s (embedded)\n", line, goVersion, runtime.GOOS, runtime.GOARCH, server.VERSION)
 }

@@ -1,0 +1,216 @@
+package change
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SavedFormat is the version of a saved plan's shape.
+const SavedFormat = 1
+
+// Saved is a plan saved by `meshc plan --save FILE` for `meshc apply FILE`, as Terraform's users
+// apply the plan they reviewed: the change set, the catalogue it was made from (each file's
+// digest) and what the bus held when it was read (each object's digest). Applying it refuses,
+// naming what moved, when the catalogue or the bus is no longer what the plan was made from, or
+// when the change set meshc makes now is not the one saved.
+type Saved struct {
+	Format int `json:"meshc_saved_plan"`
+	// Meshc is the version that saved it, said when a plan no longer comes out the same.
+	Meshc string `json:"meshc"`
+	// Summary is the change set's line, for a reader of the file.
+	Summary   string         `json:"summary"`
+	Catalogue SavedCatalogue `json:"catalogue"`
+	Bus       SavedBus       `json:"bus"`
+	// Prune: the change set shows objects the plan no longer has as deletes.
+	Prune bool `json:"prune"`
+	// Digest is what the change set does (ChangesDigest), what applying checks it still does.
+	Digest  string  `json:"changes_digest"`
+	Changes Changes `json:"changes"`
+}
+
+// SavedCatalogue is the catalogue a plan was made from: its directory as given and the digest
+// of each file the loader read.
+type SavedCatalogue struct {
+	Dir   string            `json:"dir"`
+	Files map[string]string `json:"files"`
+}
+
+// SavedBus is what the plan read from the bus: where, and each object's digest.
+type SavedBus struct {
+	Server  string            `json:"server"`
+	Objects map[string]string `json:"objects"`
+}
+
+// NewSaved records a change set made from the catalogue in dir (its files' digests) and the
+// live state it was diffed against.
+func NewSaved(meshc string, cs Changes, prune bool, dir string, files map[string]string, server string, live *State) *Saved {
+	return &Saved{Format: SavedFormat, Meshc: meshc, Summary: cs.Summary(), Prune: prune,
+		Catalogue: SavedCatalogue{Dir: dir, Files: files},
+		Bus:       SavedBus{Server: server, Objects: StateDigests(live, cs)},
+		Digest:    ChangesDigest(cs), Changes: cs}
+}
+
+// ReadSaved reads a saved plan, refusing what is not one.
+func ReadSaved(data []byte) (*Saved, error) {
+	var s Saved
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("not a plan saved by meshc plan --save: %v", err)
+	}
+	if s.Format != SavedFormat {
+		return nil, fmt.Errorf("not a plan saved by meshc plan --save (format %d; this meshc reads %d): save it again", s.Format, SavedFormat)
+	}
+	return &s, nil
+}
+
+// StateDigests are the digest of each object a change set is about, as the bus holds it, by
+// "stream NAME" and "consumer STREAM/NAME" ("absent" when the bus has none): its configuration
+// as read, whether the server could report it, and the resume point recorded for it. What moves
+// on its own while a bus runs — messages held, acknowledgements, a subscriber binding, other
+// applications' consumers — is left out; where it matters to the change, the change set says so
+// and ChangesDigest compares it.
+func StateDigests(st *State, cs Changes) map[string]string {
+	out := map[string]string{}
+	for _, c := range cs.Items {
+		key := string(c.Kind) + " " + c.Name()
+		var obj any
+		if c.Kind == KindStream {
+			if s := st.Stream(c.Stream); s != nil {
+				obj = struct {
+					Config          any
+					Unavailable     string
+					ConsumersUnread bool
+				}{s.Config, s.Unavailable, s.ConsumersUnread}
+			}
+		} else if k := st.Consumer(c.Stream, c.Consumer); k != nil {
+			obj = struct {
+				Config      any
+				Unavailable string
+			}{k.Config, k.Unavailable}
+		}
+		if s := st.Stream(c.Stream); s != nil && c.Kind == KindConsumer {
+			if r, ok := s.Resumes()[c.Consumer]; ok {
+				obj = struct{ Object, Resume any }{obj, r}
+			}
+		}
+		if obj == nil {
+			out[key] = "absent"
+			continue
+		}
+		out[key] = digest(obj)
+	}
+	return out
+}
+
+// ChangesDigest is the digest of what a change set does: each object's action and the fields it
+// changes, from what to what, and what the set leaves alone — not the message counts or resume
+// points, which a running bus moves and apply reads afresh.
+func ChangesDigest(cs Changes) string { return digest(whatItDoes(cs)) }
+
+type done struct {
+	Action string
+	Name   string
+	Fields []string
+}
+
+func whatItDoes(cs Changes) []done {
+	out := []done{}
+	for _, c := range cs.Items {
+		if c.Action == NoOp {
+			continue
+		}
+		d := done{Action: c.Action.Word(), Name: string(c.Kind) + " " + c.Name()}
+		for _, f := range c.Fields {
+			d.Fields = append(d.Fields, fmt.Sprintf("%s: %s → %s", f.Name, f.Old, f.New))
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func digest(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // configurations and strings always marshal
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// CatalogueMoved names each catalogue file changed, added or removed since the plan was saved.
+func (s *Saved) CatalogueMoved(files map[string]string) []string {
+	return moved(s.Catalogue.Files, files)
+}
+
+// BusMoved names each object of the saved change set that the bus holds otherwise now than when
+// the plan was saved: changed, created or deleted since.
+func (s *Saved) BusMoved(live *State) []string {
+	var out []string
+	now := StateDigests(live, s.Changes)
+	for k, d := range now {
+		switch was := s.Bus.Objects[k]; {
+		case was == d:
+		case was == "absent":
+			out = append(out, k+" created on the bus since")
+		case d == "absent":
+			out = append(out, k+" deleted from the bus since")
+		default:
+			out = append(out, k+" changed on the bus")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ChangesMoved names each object the change set made now does otherwise than the saved one: a
+// meshc of another version may plan the same catalogue and bus differently.
+func (s *Saved) ChangesMoved(cs Changes) []string {
+	if ChangesDigest(cs) == s.Digest {
+		return nil
+	}
+	was, now := map[string]string{}, map[string]string{}
+	for _, d := range whatItDoes(s.Changes) {
+		was[d.Name] = digest(d)
+	}
+	for _, d := range whatItDoes(cs) {
+		now[d.Name] = digest(d)
+	}
+	out := moved(was, now)
+	if len(out) == 0 {
+		out = []string{"the change set"}
+	}
+	return out
+}
+
+// moved compares two digest maps: what changed, what is new, what is gone.
+func moved(was, now map[string]string) []string {
+	var out []string
+	for k, d := range now {
+		switch w, ok := was[k]; {
+		case !ok:
+			out = append(out, k+" added")
+		case w != d:
+			out = append(out, k+" changed")
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			out = append(out, k+" removed")
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Moved is the refusal of a saved plan whose ground moved: what moved, and what to do.
+func Moved(what string, moved []string, since string) error {
+	const most = 10
+	shown := moved
+	if len(shown) > most {
+		shown = append(slices.Clone(shown[:most]), fmt.Sprintf("and %d more", len(moved)-most))
+	}
+	return fmt.Errorf("%s changed since the plan was saved (%s): %s; nothing was applied — plan again and review the new plan", what, since, strings.Join(shown, ", "))
+}
