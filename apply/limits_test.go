@@ -34,11 +34,13 @@ func withoutLimits(p *compiler.Plan) *compiler.Plan {
 	return &old
 }
 
-// A bus made before the limits takes them on its next apply as ordinary updates — no replace,
-// nothing refused — and this is what it sees: each stream's limits added, every pull consumer's
-// longest pull. A stream holding more than a new limit: CONTROL keeps each subject's newest
-// messages up to its cap (the rest is dropped by that apply), and a seat's queue, which refuses
-// new work when full, keeps all the work it holds.
+// A bus made before the limits takes them on its next apply as updates, none a replace, and this
+// is what it sees: each stream's limits added, every pull consumer's longest pull. A limit added
+// to a stream that drops its oldest (EVENTS, CONTROL, NODES) is a change that may drop what the
+// stream holds, refused without AllowDiscard (--allow-discard) even where it holds nothing; a
+// seat's queue, which turns to refusing new work, keeps every item it holds and needs no flag.
+// Then CONTROL keeps each subject's newest messages up to its cap, and the seat's queue all its
+// work.
 func TestAnExistingBusTakesTheLimitsAsUpdates(t *testing.T) {
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
@@ -82,7 +84,19 @@ func TestAnExistingBusTakesTheLimitsAsUpdates(t *testing.T) {
 	if got, want := cs.Count(change.Update), len(plan.Streams)+len(plan.Consumers)-1; got != want { // the push consumer takes no pulls
 		t.Errorf("%d updates, want every stream and every pull consumer (%d)", got, want)
 	}
-	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{}); err != nil {
+	var discarding []string
+	for _, c := range cs.Items {
+		if len(c.Discarding()) > 0 {
+			discarding = append(discarding, c.Name())
+		}
+	}
+	if want := []string{"CONTROL", "EVENTS", "NODES"}; !slices.Equal(discarding, want) {
+		t.Errorf("changes that may drop stored messages: %v, want %v (a seat's queue refuses new work instead)", discarding, want)
+	}
+	if err := Refusals(cs, Options{}); err == nil || !strings.Contains(err.Error(), "--allow-discard") {
+		t.Errorf("the first apply after the limits, without --allow-discard: %v, want it refused", err)
+	}
+	if _, _, err := converge(t, nc, js, plan, change.DiffOptions{}, Options{AllowDiscard: true}); err != nil {
 		t.Fatalf("applying the limits to an existing bus: %v", err)
 	}
 	requireEmpty(t, diffNow(t, nc, plan, change.DiffOptions{}), "the bus took the limits")

@@ -13,8 +13,8 @@ import (
 // streams); each account's limits bound what its users hold on the server — connections
 // together, subscriptions and payload per connection — and the mesh's account's JetStream limits
 // bound its streams and consumers. The server's configuration file has no limits per user: per
-// connection and per account is what it offers, so an account per principal is what makes a
-// limit one principal's.
+// connection and per account is what it offers, so an account of its own (a module's, shared by
+// its instances) is what makes a limit one principal's.
 
 // The capacity rules: a limit the catalogue's own objects do not fit in.
 var (

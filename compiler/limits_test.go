@@ -154,6 +154,7 @@ func TestEveryAccountIsBounded(t *testing.T) {
 func TestAccountLimitsComeFromMeshYAML(t *testing.T) {
 	p, findings := compileText(t, `-- mesh.yaml --
 name: novox
+isolation: shared-account
 limits: {connections-per-user: 2, max-subscriptions: 50, max-payload: 4194304, max-streams: 20, max-consumers: 30, max-file: 2147483648, max-memory: 1073741824}
 streams:
   nodes: {max-msg-size: 4194304}

@@ -204,7 +204,7 @@ func proveFloodsAreCutOff(t *testing.T, b *bus, isolation string) {
 		if isolation == catalogue.IsolationShared {
 			// The server's configuration has no limit per user: in one account every user draws on
 			// the mesh's connections, so one user holding them all locks every other out too. An
-			// account per principal is what makes the limit one principal's.
+			// account of its own is what makes the limit one principal's.
 			// The controller's connection of this test is the one other in the account.
 			pool := int(limits.Connections)
 			if held := b.connectsUntilRefused(t, "person.bob", 1, pool+1); held != pool-1 {
