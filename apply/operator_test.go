@@ -156,8 +156,8 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 	for _, tool := range []string{"mesh.mod.registry.tool.prune", "mesh.mod.registry.tool.fake"} {
 		bob.Publish.Allow = append(bob.Publish.Allow, tool)
 		i := slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
-		m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: tool, Account: "mod.anchor.registry"})
-		r := &m.plan.Accounts[slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == "mod.anchor.registry" })]
+		m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: tool, Account: "mod.registry"})
+		r := &m.plan.Accounts[slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == "mod.registry" })]
 		if e := slices.IndexFunc(r.Exports, func(e compiler.Export) bool { return e.Subject == tool }); e >= 0 {
 			r.Exports[e].Accounts = append(r.Exports[e].Accounts, "person.bob")
 		} else {
@@ -178,7 +178,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry.Subscribe("mesh.mod.registry.tool.prune", func(msg *nats.Msg) { msg.Respond([]byte("pruned")) })
+	registry.QueueSubscribe("mesh.mod.registry.tool.prune", "registry", func(msg *nats.Msg) { msg.Respond([]byte("pruned")) })
 	registry.Flush()
 	caller, err := m.as(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[0].Port), "person.bob")
 	if err != nil {
@@ -253,7 +253,7 @@ func TestTheProbeCatchesWhatTheResolverStores(t *testing.T) {
 
 	// bob imports a subject registry does not export.
 	i := slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
-	m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.event.forged", Account: "mod.anchor.registry"})
+	m.plan.Accounts[i].Imports = append(m.plan.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.event.forged", Account: "mod.registry"})
 	_, err := m.push(t, sys, s.ClientURL())
 	if err == nil || !strings.Contains(err.Error(), "person.bob") || !strings.Contains(err.Error(), "imports the server could not resolve: mesh.mod.registry.event.forged") {
 		t.Fatalf("an import nobody exports: %v", err)

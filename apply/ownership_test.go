@@ -96,7 +96,8 @@ func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan) *meshBus {
 			b.passwords[u.Name] = pw
 		}
 		mint(&plan.Users[0])
-		other := compiler.User{Name: "other-app", Kind: compiler.KindPerson,
+		// Another application in the mesh's account (the one with JetStream), in either isolation.
+		other := compiler.User{Name: "other-app", Kind: compiler.KindPerson, Account: plan.Account,
 			Publish: compiler.Permission{Allow: []string{">"}}, Subscribe: compiler.Permission{Allow: []string{">"}}}
 		mint(&other)
 		plan.Users = append(plan.Users, other)

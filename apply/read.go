@@ -93,25 +93,28 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	st := &change.State{}
 	r := &reading{nc: nc, opts: opts, st: st}
 	unavailable := map[string]string{}
-	seen := map[string]bool{}
+	seen, listed := map[string]bool{}, map[string]bool{}
 	streams := pager{what: "the stream list"}
 	for offset := 0; ; {
 		var page streamListResponse
 		if err := r.request(ctx, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
 			return nil, fmt.Errorf("list streams: %w", explain(err))
 		}
-		fresh := 0
+		names := make([]string, 0, len(page.Streams))
 		for _, si := range page.Streams {
-			if si == nil || seen[si.Config.Name] {
+			if si == nil {
 				continue
 			}
-			fresh++
+			names = append(names, si.Config.Name)
+			if !seen[si.Config.Name] {
+				st.Streams = append(st.Streams, change.Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
+			}
 			seen[si.Config.Name] = true
-			st.Streams = append(st.Streams, change.Stream{Name: si.Config.Name, Config: si.Config, Messages: si.State.Msgs})
 		}
 		noteUnavailable(unavailable, page.paged)
-		offset += len(page.Streams)
-		if done, err := streams.next(len(page.Streams), fresh, offset, page.Total); done || err != nil {
+		size, fresh := page.covers(names, listed)
+		offset += size
+		if done, err := streams.next(size, fresh, offset, page.Total); done || err != nil {
 			if err != nil {
 				return nil, err
 			}
@@ -157,7 +160,7 @@ type reading struct {
 
 func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 	unavailable := map[string]string{}
-	seen := map[string]bool{}
+	seen, listed := map[string]bool{}, map[string]bool{}
 	consumers := pager{what: "the consumer list of stream " + s.Name}
 	for offset := 0; ; {
 		var page consumerListResponse
@@ -171,21 +174,24 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 		if err != nil {
 			return fmt.Errorf("list consumers of stream %s: %w", s.Name, explain(err))
 		}
-		fresh := 0
+		names := make([]string, 0, len(page.Consumers))
 		for _, ci := range page.Consumers {
-			if ci == nil || seen[ci.Name] {
+			if ci == nil {
 				continue
 			}
-			fresh++
+			names = append(names, ci.Name)
+			if !seen[ci.Name] {
+				s.Consumers = append(s.Consumers, change.Consumer{
+					Stream: s.Name, Name: ci.Name, Config: ci.Config,
+					PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
+				})
+			}
 			seen[ci.Name] = true
-			s.Consumers = append(s.Consumers, change.Consumer{
-				Stream: s.Name, Name: ci.Name, Config: ci.Config,
-				PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
-			})
 		}
 		noteUnavailable(unavailable, page.paged)
-		offset += len(page.Consumers)
-		if done, err := consumers.next(len(page.Consumers), fresh, offset, page.Total); done || err != nil {
+		size, fresh := page.covers(names, listed)
+		offset += size
+		if done, err := consumers.next(size, fresh, offset, page.Total); done || err != nil {
 			if err != nil {
 				return err
 			}
@@ -241,6 +247,37 @@ func (p *pager) next(size, fresh, offset, total int) (bool, error) {
 // pageBound is the most a JetStream list page holds (256 streams or consumers), as slack for
 // objects made while a list is read.
 const pageBound = 256
+
+// covers says how many of the server's list entries a page covers, and how many of them are
+// new, recording each in listed. In a cluster the server pages over every object it has
+// assigned, but leaves out of the page's items one whose leader did not answer in time, naming
+// it under "missing" or "offline" instead (nats-server 2.15, jsClusteredStreamListRequest): the
+// next page starts past it, so the offset advances by every name the page gives, in items or
+// not. Advancing by the items alone asked again for a page already read, once a node was down.
+func (p *paged) covers(items []string, listed map[string]bool) (size, fresh int) {
+	onPage := make(map[string]bool, len(items)+len(p.Missing)+len(p.Offline))
+	add := func(name string) {
+		if onPage[name] {
+			return
+		}
+		onPage[name] = true
+		size++
+		if !listed[name] {
+			listed[name] = true
+			fresh++
+		}
+	}
+	for _, name := range items {
+		add(name)
+	}
+	for _, name := range p.Missing {
+		add(name)
+	}
+	for name := range p.Offline {
+		add(name)
+	}
+	return size, fresh
+}
 
 // noteUnavailable records what a page says it could not read. "missing" names objects whose
 // leader did not answer in time; "offline" adds the server's reason.

@@ -64,3 +64,45 @@ func TestAListThatDoesNotConvergeEnds(t *testing.T) {
 		})
 	}
 }
+
+// A cluster with a node down leaves a stream whose leader did not answer out of the page's items
+// and names it under "missing", while the next page starts past it: read as nats-server 2.15
+// pages (page 1 holds A and D with B and C missing; a page at offset 2 holds D again), the list
+// ends complete, B and C marked unavailable. Advancing by the items alone asked for D again and
+// gave up, as CI's cluster test once did with a node stopped.
+func TestAListWithAMissingStreamAdvancesPastIt(t *testing.T) {
+	streamInfo := func(name string) *jetstream.StreamInfo {
+		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
+	}
+	nc := hostileLists(t, DefaultAPIPrefix+apiStreamList, func(offset int) any {
+		all := []string{"A", "B", "C", "D"}
+		page := streamListResponse{paged: paged{Total: len(all), Offset: offset, Limit: 256}, Streams: []*jetstream.StreamInfo{}}
+		for _, name := range all[min(offset, len(all)):] {
+			if name == "B" || name == "C" {
+				page.Missing = append(page.Missing, name)
+				continue
+			}
+			page.Streams = append(page.Streams, streamInfo(name))
+		}
+		return page
+	})
+	// Every stream's consumer list is empty.
+	if _, err := nc.Subscribe(DefaultAPIPrefix+apiConsumerList+"*", func(m *nats.Msg) {
+		data, _ := json.Marshal(consumerListResponse{Consumers: []*jetstream.ConsumerInfo{}})
+		m.Respond(data)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Flush()
+	st, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("reading a list with a stream missing: %v", err)
+	}
+	var got []string
+	for _, s := range st.Streams {
+		got = append(got, s.Name+":"+fmt.Sprint(s.Unavailable != ""))
+	}
+	if want := "A:false B:true C:true D:false"; strings.Join(got, " ") != want {
+		t.Fatalf("streams read %v, want %s", got, want)
+	}
+}

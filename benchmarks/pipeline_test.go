@@ -2,6 +2,7 @@ package benchmarks
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,36 +16,67 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
 )
 
-// BenchmarkPipeline is `meshc lint` followed by rendering every output — load, lint (which
-// compiles), compile, emit accounts.conf, plan.json and the review — beside its floor, decoding
-// the same files with yaml.v3 alone. Goal: meshc ≤ 2× the floor at 10,000 modules, and 10× the
-// modules ≤ 12× the time.
+// BenchmarkPipeline is `meshc lint` and `meshc emit` beside their floor, decoding the same files
+// with yaml.v3 alone. impl=lint is load and lint (which compiles, in parallel with the checks)
+// and writing the findings; impl=emit is load, lint and rendering the three golden files
+// (accounts.conf, plan.json, permissions.md) in memory. Goal: each ≤ 1.5× the floor at 10,000
+// and at 100,000 modules (the latter with MESHC_BENCH_FULL=1, fullSizesVar).
 func BenchmarkPipeline(b *testing.B) {
-	for _, n := range []int{100, 1_000, 10_000} {
+	for _, n := range catalogueSizes(1_000) {
 		dir := writeCatalogue(b, n)
 		b.Run(fmt.Sprintf("n=%d/impl=floor", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := reportCPU(b)
 			for b.Loop() {
 				if err := decodeYAML(dir); err != nil {
 					b.Fatal(err)
 				}
 			}
+			report()
 		})
-		b.Run(fmt.Sprintf("n=%d/impl=meshc", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("n=%d/impl=lint", n), func(b *testing.B) {
 			b.ReportAllocs()
+			report := reportCPU(b)
 			for b.Loop() {
-				pipeline(b, dir)
+				lintPath(b, dir)
 			}
+			report()
+		})
+		b.Run(fmt.Sprintf("n=%d/impl=emit", n), func(b *testing.B) {
+			b.ReportAllocs()
+			report := reportCPU(b)
+			for b.Loop() {
+				emitPath(b, dir)
+			}
+			report()
 		})
 	}
 }
 
-// pipeline does what `meshc emit` does (load, lint — which compiles — and render), and fails the
-// benchmark on any finding: the clean path is the one measured.
-func pipeline(b *testing.B, dir string) {
+// lintPath does what `meshc lint DIR` does (cmd/meshc/lint.go): load, lint, and write the
+// findings as text. It fails the benchmark on any finding: the clean path is the one measured.
+func lintPath(b *testing.B, dir string) {
+	c, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fs := lint.Run(c, loaded).Under(dir)
+	if err := lint.Write(io.Discard, output.Text, fs); err != nil {
+		b.Fatal(err)
+	}
+	if fs = unexpected(fs); len(fs) > 0 {
+		b.Fatalf("%d findings, first: %s", len(fs), fs[0])
+	}
+}
+
+// emitPath does what `meshc emit` does (cmd/meshc/emit.go) short of comparing with or writing
+// the golden directory: load, lint — which compiles — and render. It fails the benchmark on any
+// finding: the clean path is the one measured.
+func emitPath(b *testing.B, dir string) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {
 		b.Fatal(err)

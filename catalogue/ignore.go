@@ -1,6 +1,7 @@
 package catalogue
 
 import (
+	"bytes"
 	"regexp"
 	"strings"
 
@@ -15,7 +16,9 @@ var ignoreComment = regexp.MustCompile(`#[ \t]*meshc:ignore(?:[ \t]+([^\s#]+))?(
 // place of each comment and the line it silences; a match is kept only when YAML read a comment
 // there too, so "# meshc:ignore" inside a quoted value or a block of text is not taken for one.
 func ignoresIn(rel string, data []byte, doc *yaml.Node) []Ignore {
-	if !strings.Contains(string(data), "meshc:ignore") {
+	// Looked for in the bytes: converting every file to a string only to search it copied the
+	// whole catalogue once more.
+	if !bytes.Contains(data, []byte("meshc:ignore")) {
 		return nil
 	}
 	comments := map[string]bool{}

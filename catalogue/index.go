@@ -24,12 +24,14 @@ type Index struct {
 
 // NewIndex builds the index of a loaded catalogue.
 func NewIndex(c *Catalogue) *Index {
+	// Sized once: on a large catalogue growing these maps step by step, rehashing each time,
+	// was most of the index's cost.
 	ix := &Index{
 		Catalogue:   c,
-		Modules:     map[string]*Module{},
+		Modules:     make(map[string]*Module, len(c.Modules)),
 		Seats:       map[string]*Seat{},
 		Aliases:     map[string]string{},
-		Running:     map[string][]*Node{},
+		Running:     make(map[string][]*Node, len(c.Modules)),
 		Holders:     map[string][]*Module{},
 		SharedNames: map[string]bool{},
 	}

@@ -72,9 +72,10 @@ func Load(dir string) (*Catalogue, Findings, error) {
 	}
 	c := &Catalogue{Dir: dir}
 	var findings Findings
+	own := newOwnFiles(root)
 
 	c.Mesh = &Mesh{File: MeshFile}
-	if doc := readDocument(root, MeshFile, &findings, &c.Ignores); doc != nil {
+	if doc := readDocument(own, MeshFile, &findings, &c.Ignores); doc != nil {
 		newDecoder(MeshFile, &findings).mesh(doc, c.Mesh)
 	}
 
@@ -82,23 +83,23 @@ func Load(dir string) (*Catalogue, Findings, error) {
 	if err != nil {
 		return nil, nil, &NotACatalogue{Dir: dir, Reason: err.Error()}
 	}
-	c.Modules = loadModules(root, manifests, &findings, &c.Ignores)
+	c.Modules = loadModules(own, manifests, &findings, &c.Ignores)
 
 	if exists(dir, InventoryFile) {
 		c.Inventory = &Inventory{File: InventoryFile}
-		if doc := readOptional(root, InventoryFile, &findings, &c.Ignores); doc != nil {
+		if doc := readOptional(own, InventoryFile, &findings, &c.Ignores); doc != nil {
 			newDecoder(InventoryFile, &findings).inventory(doc, c.Inventory)
 		}
 	}
 	if exists(dir, CredentialsFile) {
 		c.Credentials = &Credentials{File: CredentialsFile, Hashes: map[string]Text{}}
-		if doc := readOptional(root, CredentialsFile, &findings, &c.Ignores); doc != nil {
+		if doc := readOptional(own, CredentialsFile, &findings, &c.Ignores); doc != nil {
 			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
 		}
 	}
 	if exists(dir, KeysFile) {
 		c.Keys = &Keys{File: KeysFile, Accounts: map[string]Text{}}
-		if doc := readOptional(root, KeysFile, &findings, &c.Ignores); doc != nil {
+		if doc := readOptional(own, KeysFile, &findings, &c.Ignores); doc != nil {
 			newDecoder(KeysFile, &findings).keys(doc, c.Keys)
 		}
 	}
@@ -107,7 +108,7 @@ func Load(dir string) (*Catalogue, Findings, error) {
 
 // loadModules reads the manifests in parallel — parsing YAML is nearly all of a large
 // catalogue's cost — and returns them in path order whatever order they finished in.
-func loadModules(dir string, files []string, findings *Findings, ignores *[]Ignore) []*Module {
+func loadModules(own *ownFiles, files []string, findings *Findings, ignores *[]Ignore) []*Module {
 	type result struct {
 		module   *Module
 		findings Findings
@@ -120,7 +121,7 @@ func loadModules(dir string, files []string, findings *Findings, ignores *[]Igno
 		wg.Go(func() {
 			for i := range next {
 				var fs Findings
-				if doc := readDocument(dir, files[i], &fs, &results[i].ignores); doc != nil {
+				if doc := readDocument(own, files[i], &fs, &results[i].ignores); doc != nil {
 					m := &Module{File: files[i]}
 					newDecoder(files[i], &fs).module(doc, m)
 					results[i].module = m
@@ -189,18 +190,18 @@ func manifestFiles(dir string, findings *Findings) ([]string, error) {
 // readDocument reads one file and parses its single YAML document. Every way a file can fail to
 // be a document — unreadable, too large, not UTF-8, empty, not YAML, two documents — is one
 // finding, and nil is returned.
-func readDocument(dir, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
-	return readFile(dir, rel, false, findings, ignores)
+func readDocument(own *ownFiles, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
+	return readFile(own, rel, false, findings, ignores)
 }
 
 // readOptional reads inventory.yaml or credentials.yaml, which may be empty or hold only
 // comments: a catalogue with no hashes recorded yet is ordinary.
-func readOptional(dir, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
-	return readFile(dir, rel, true, findings, ignores)
+func readOptional(own *ownFiles, rel string, findings *Findings, ignores *[]Ignore) *yaml.Node {
+	return readFile(own, rel, true, findings, ignores)
 }
 
 // readFile also collects the file's meshc:ignore comments into ignores.
-func readFile(dir, rel string, emptyIsFine bool, findings *Findings, ignores *[]Ignore) *yaml.Node {
+func readFile(src *ownFiles, rel string, emptyIsFine bool, findings *Findings, ignores *[]Ignore) *yaml.Node {
 	fail := func(line int, format string, args ...any) *yaml.Node {
 		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: line}, format, args...))
 		return nil
@@ -209,7 +210,7 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings, ignores *[]
 		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: y.line, Col: y.col}, "is not valid YAML: %s", y.msg))
 		return nil
 	}
-	f, refusal := openOwn(dir, rel)
+	f, refusal := src.open(rel)
 	if f == nil {
 		return fail(0, "%s", refusal)
 	}
@@ -228,7 +229,7 @@ func readFile(dir, rel string, emptyIsFine bool, findings *Findings, ignores *[]
 	if !utf8.Valid(data) {
 		return fail(lineOfInvalidUTF8(data), "is not valid UTF-8; save it as UTF-8")
 	}
-	if strings.TrimSpace(string(data)) == "" {
+	if len(bytes.TrimSpace(data)) == 0 {
 		if emptyIsFine {
 			return nil
 		}

@@ -354,9 +354,14 @@ func TestIsolationAndAuthTakeTheirWords(t *testing.T) {
 	if len(findings) != 0 || !c.Mesh.PerModule() || !c.Mesh.NKeys() {
 		t.Fatalf("per-module nkey mesh: per-module %v, nkeys %v, findings %v", c.Mesh.PerModule(), c.Mesh.NKeys(), findings)
 	}
+	// Saying nothing is an account per module, and passwords.
 	c, findings = load("")
-	if len(findings) != 0 || c.Mesh.PerModule() || c.Mesh.NKeys() {
+	if len(findings) != 0 || !c.Mesh.PerModule() || c.Mesh.NKeys() {
 		t.Fatalf("a mesh saying nothing: per-module %v, nkeys %v, findings %v", c.Mesh.PerModule(), c.Mesh.NKeys(), findings)
+	}
+	c, findings = load("isolation: shared-account\n")
+	if len(findings) != 0 || c.Mesh.PerModule() {
+		t.Fatalf("a shared-account mesh: per-module %v, findings %v", c.Mesh.PerModule(), findings)
 	}
 	_, findings = load("isolation: per-module\nauth: token\n")
 	want := []string{

@@ -65,7 +65,7 @@ type Mesh struct {
 	Aliases     []Alias
 	SharedNames []Text
 	Streams     Streams
-	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationShared.
+	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationPerModule.
 	Isolation Text
 	// Auth is AuthPassword, AuthNKey or AuthOperator; empty means AuthPassword.
 	Auth Text
@@ -74,6 +74,24 @@ type Mesh struct {
 	Approvals []Approval
 	// Lint is how this catalogue wants lint's rules: a rule turned off, or at another severity.
 	Lint Lint
+	// Limits bound what each bus user and the mesh's account may hold on the server.
+	Limits Limits
+}
+
+// Limits are mesh.yaml's limits: what each bus user's connections and the mesh's account may
+// hold. Zero means the derived default (docs/catalogue.md, "Limits and their defaults").
+type Limits struct {
+	Pos Pos
+	// ConnectionsPerUser is how many connections each bus user may hold at once.
+	ConnectionsPerUser int64
+	// MaxSubscriptions and MaxPayload bound each connection.
+	MaxSubscriptions int64
+	MaxPayload       int64
+	// MaxStreams, MaxConsumers, MaxFile and MaxMemory bound the mesh's account's JetStream.
+	MaxStreams   int64
+	MaxConsumers int64
+	MaxFile      int64
+	MaxMemory    int64
 }
 
 // Lint is mesh.yaml's lint: settings.
@@ -103,7 +121,8 @@ type Approval struct {
 const (
 	// IsolationShared puts every bus user in the mesh's one account.
 	IsolationShared = "shared-account"
-	// IsolationPerModule gives every principal but the controller an account of its own.
+	// IsolationPerModule gives every module an account its instances share, and every other
+	// principal but the controller an account of its own: the default.
 	IsolationPerModule = "account-per-module"
 	// AuthPassword: each user connects with a name and a password, recorded as a bcrypt hash.
 	AuthPassword = "password"
@@ -116,8 +135,9 @@ const (
 	AuthOperator = "operator"
 )
 
-// PerModule reports whether the mesh gives every principal an account of its own.
-func (m *Mesh) PerModule() bool { return m.Isolation.Value == IsolationPerModule }
+// PerModule reports whether the mesh gives every module and every other principal an account of
+// its own: unless mesh.yaml says shared-account.
+func (m *Mesh) PerModule() bool { return m.Isolation.Value != IsolationShared }
 
 // NKeys reports whether the mesh's users connect with nkeys.
 func (m *Mesh) NKeys() bool { return m.Auth.Value == AuthNKey }
@@ -142,13 +162,14 @@ type Streams struct {
 	Events, Control, Nodes, Seats StreamSettings
 }
 
-// StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the server's
-// default (or, for Replicas, 1).
+// StreamSettings are the knobs a mesh may turn on one of its streams. Zero means the mesh's
+// default for that stream (docs/catalogue.md, "Limits and their defaults"), or for Replicas 1 and for MaxAge none.
 type StreamSettings struct {
 	Pos               Pos
 	Replicas          int
 	MaxAge            time.Duration
 	MaxBytes          int64
+	MaxMsgSize        int64
 	MaxMsgsPerSubject int64
 	// Storage is "file" or "memory"; empty means file.
 	Storage Text

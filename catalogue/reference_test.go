@@ -30,6 +30,14 @@ func TestCatalogueReferenceIsCurrent(t *testing.T) {
 		j += i + len(begin)
 		updated = updated[:i+len(begin)] + FieldReference(kind) + updated[j:]
 	}
+	const begin, end = "<!-- limits (generated from the catalogue's defaults by `go test ./catalogue -run TestCatalogueReference -update-docs`) -->\n", "<!-- /limits -->"
+	i := strings.Index(updated, begin)
+	j := strings.Index(updated[max(i, 0)+len(begin):], end)
+	if i < 0 || j < 0 {
+		t.Fatalf("docs/catalogue.md has no generated part for the limits: add %q and %q", begin, end)
+	}
+	j += i + len(begin)
+	updated = updated[:i+len(begin)] + LimitsReference() + updated[j:]
 	if updated == doc {
 		return
 	}

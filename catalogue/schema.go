@@ -1,6 +1,9 @@
 package catalogue
 
 import (
+	"fmt"
+	"math"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -99,7 +102,8 @@ func meshTable(m *Mesh) *table {
 			}), "Breaks a change makes on purpose, each with its reason: `meshc plan/lint --against` reports an approved break as info instead of an error."},
 			{"streams", mapping(streamsTable(&m.Streams)), "Settings of the mesh's streams. Their subjects are derived by the mesh and never written here."},
 			{"lint", mapping(lintTable(&m.Lint)), "How this catalogue wants lint's rules: one turned off, or at another severity."},
-			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "shared-account (the default): every bus user lives in the mesh's one account. account-per-module: the mesh's account keeps JetStream and mesh-controller, and every other user gets an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects."},
+			{"limits", mapping(limitsTable(&m.Limits)), "What each bus user's connections and the mesh's account may hold on the server. Every limit has a default derived from the catalogue; set one only to change it."},
+			{"isolation", oneOf(&m.Isolation, IsolationShared, IsolationPerModule), "account-per-module (the default): the mesh's account keeps JetStream and mesh-controller, every module gets one account its instances share (so each tool call is served once), and every other user an account of its own, with exports and imports derived from the grants, so no requester can aim an answer at another principal's subjects. shared-account: every bus user lives in the mesh's one account, which loads and reloads faster, and in which a caller chooses where any answer goes (lint's forgeable-events)."},
 			{"auth", oneOf(&m.Auth, AuthPassword, AuthNKey, AuthOperator), "password (the default): users connect with a name and a password, recorded as a bcrypt hash. nkey: users sign with an nkey seed, recorded as its public key; a reload re-checks connected clients far faster. operator: every account is a JWT signed by the operator's key and pushed to the servers over the bus, with no accounts file and no reload; each user connects with credentials signed by a key of its own, recorded as its public half, and its permissions live in its account."},
 		},
 		check: func(d *decoder, n *yaml.Node, seen map[string]*yaml.Node) {
@@ -163,17 +167,36 @@ func streamsTable(s *Streams) *table {
 
 func streamTable(s *StreamSettings, name string) *table {
 	what := "streams." + name
-	return &table{what: what, label: what + ".", at: &s.Pos, doc: "The knobs a mesh may turn on one of its streams; a knob left out is the server's default.",
+	return &table{what: what, label: what + ".", at: &s.Pos, doc: "The knobs a mesh may turn on one of its streams; a knob left out is the stream's default (docs/catalogue.md, \"Limits and their defaults\").",
 		fields: []field{
 			{"replicas", whole(&s.Replicas, 1, 5), "How many servers keep a copy, 1 to 5 (JetStream's limit); 1 when left out."},
-			{"max-age", duration(&s.MaxAge), "How long a message is kept, in the NATS CLI's units (90s, 10m, 720h, 7d, 2w, 1y)."},
-			{"max-bytes", whole(&s.MaxBytes, 1, 0), "The most bytes the stream keeps; the oldest messages go first."},
-			{"max-msgs-per-subject", whole(&s.MaxMsgsPerSubject, 1, 0), "The most messages kept per subject, so one busy emitter cannot push everyone else's out."},
+			{"max-age", duration(&s.MaxAge), "How long a message is kept, in the NATS CLI's units (90s, 10m, 720h, 7d, 2w, 1y); no limit when left out."},
+			{"max-bytes", whole(&s.MaxBytes, 1, 0), "The most bytes the stream keeps; when it is full the oldest messages go first, except that a seat's queue refuses new work instead. The server reserves it on its disk when it makes the stream."},
+			{"max-msg-size", whole(&s.MaxMsgSize, 1, math.MaxInt32), "The largest message the stream takes, in bytes; a larger one is refused to its publisher."},
+			{"max-msgs-per-subject", whole(&s.MaxMsgsPerSubject, 1, 0), "The most messages kept per subject, so one busy emitter cannot push everyone else's out (NODES always keeps one: a machine's newest declaration)."},
 			{"storage", oneOf(&s.Storage, "file", "memory"), "file (the default) or memory."},
 			{"ack-wait", duration(&s.AckWait), "How long a consumer of this stream may hold a message before it is delivered again: a build takes minutes, not the default 30 seconds."},
 		},
 	}
 }
+
+func limitsTable(l *Limits) *table {
+	return &table{what: "limits", label: "limits.", at: &l.Pos, doc: "What each bus user's connections and the mesh's account may hold on the server; a limit left out is derived from the catalogue (docs/catalogue.md, \"Limits and their defaults\").",
+		fields: []field{
+			{"connections-per-user", whole(&l.ConnectionsPerUser, 1, 0), fmt.Sprintf("How many connections each bus user may hold at once, %d when left out: an account may hold this many for each of its users.", DefaultConnectionsPerUser)},
+			{"max-subscriptions", whole(&l.MaxSubscriptions, 1, 0), fmt.Sprintf("How many subscriptions one connection may hold, %d when left out.", DefaultMaxSubscriptions)},
+			{"max-payload", whole(&l.MaxPayload, 1, maxPayload), fmt.Sprintf("The largest message one connection may publish, in bytes, %s when left out; a larger one closes the connection.", Bytes(DefaultMaxPayload))},
+			{"max-streams", whole(&l.MaxStreams, 1, 0), fmt.Sprintf("How many streams the mesh's account may hold: its own and apply's bucket, and %d more for streams meshc does not manage when left out.", DefaultRoomForOtherStreams)},
+			{"max-consumers", whole(&l.MaxConsumers, 1, 0), "How many consumers each stream of the mesh's account may hold (the server applies the account's limit to each stream): the most any stream needs, at least the server's 1000, when left out."},
+			{"max-file", whole(&l.MaxFile, 1, 0), "How many bytes the mesh's account may keep on disk; no account limit when left out, as each stream's max-bytes bounds it. Must hold every file stream's max-bytes, times its replicas."},
+			{"max-memory", whole(&l.MaxMemory, 1, 0), "How many bytes the mesh's account may keep in memory; no account limit when left out. Must hold every memory stream's max-bytes, times its replicas."},
+		},
+	}
+}
+
+// maxPayload is the largest payload an account may allow: the server keeps it in 32 bits, and
+// warns above 8 MiB on its own payload limit (server/const.go).
+const maxPayload = 64 << 20
 
 func (d *decoder) inventory(doc *yaml.Node, inv *Inventory) { d.mapping(doc, inventoryTable(inv)) }
 

@@ -195,7 +195,7 @@ type wholeShape struct {
 func (s wholeShape) decode(d *decoder, _, v *yaml.Node, what string) {
 	n := d.integer(v, what, s.least)
 	if s.most > 0 && n > s.most {
-		d.fail(v, "%s is %d; JetStream allows at most %d", what, n, s.most)
+		d.fail(v, "%s is %d; the server allows at most %d", what, n, s.most)
 		return
 	}
 	s.set(n)

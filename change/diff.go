@@ -54,6 +54,10 @@ type diffing struct {
 	deleted       map[string]bool
 	unread        map[string]bool
 	wantConsumers map[[2]string]bool
+	// liveConsumers indexes each live stream's consumers by name, built on first use: looking
+	// each planned consumer up by scanning its stream's list was quadratic in a stream's
+	// consumers (EVENTS holds one per consuming module instance).
+	liveConsumers map[*Stream]map[string]*Consumer
 
 	strays             []string // not in the plan and left alone (no prune)
 	strayConsumerNames []string
@@ -159,7 +163,7 @@ func (d *diffing) plannedConsumers() {
 		want := pc.Config
 		want.Metadata = plan.Marked(want.Metadata)
 		c := Change{Kind: KindConsumer, Stream: pc.Stream, Consumer: name, ConsumerConfig: &want}
-		lc := live.Consumer(pc.Stream, name)
+		lc := d.liveConsumer(pc.Stream, name)
 		if whose, ok := d.foreign[pc.Stream]; ok {
 			c.Foreign = whose
 			c.Notes = append(c.Notes, fmt.Sprintf("its stream %s carries the mark of %s: neither it nor its consumers are changed", pc.Stream, whose))
@@ -199,6 +203,29 @@ func (d *diffing) plannedConsumers() {
 		}
 		d.cs.Items = append(d.cs.Items, c)
 	}
+}
+
+// liveConsumer is live.Consumer(stream, name), from an index built once per stream: the first
+// consumer of that name, or nil.
+func (d *diffing) liveConsumer(stream, name string) *Consumer {
+	ls := d.live.Stream(stream)
+	if ls == nil {
+		return nil
+	}
+	byName, ok := d.liveConsumers[ls]
+	if !ok {
+		byName = make(map[string]*Consumer, len(ls.Consumers))
+		for i := range ls.Consumers {
+			if _, dup := byName[ls.Consumers[i].Name]; !dup {
+				byName[ls.Consumers[i].Name] = &ls.Consumers[i]
+			}
+		}
+		if d.liveConsumers == nil {
+			d.liveConsumers = map[*Stream]map[string]*Consumer{}
+		}
+		d.liveConsumers[ls] = byName
+	}
+	return byName[name]
 }
 
 // strayConsumers decides about each consumer of the bus the plan does not have, on the streams

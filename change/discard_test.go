@@ -49,6 +49,11 @@ func TestEveryDiscardRuleDropsMessages(t *testing.T) {
 		{"retention", with(base, func(c *jetstream.StreamConfig) { c.Retention = jetstream.InterestPolicy }), base, false, false},
 		{"discard", with(base, func(c *jetstream.StreamConfig) { c.MaxMsgs = 10 }), with(full, func(c *jetstream.StreamConfig) { c.MaxMsgs = 10 }), false, true},
 		{"max_age", base, with(base, func(c *jetstream.StreamConfig) { c.MaxAge = 2 * time.Hour }), false, false},
+		// A stream that refuses new messages when full keeps what a lowered count or size is
+		// over: a seat's queue gaining its limits (old → new and a max_bytes at once) drops no work.
+		{"max_bytes", with(base, func(c *jetstream.StreamConfig) { c.Discard = jetstream.DiscardNew }), with(base, func(c *jetstream.StreamConfig) { c.MaxBytes, c.Discard = 500, jetstream.DiscardNew }), false, false},
+		{"max_msgs", with(base, func(c *jetstream.StreamConfig) { c.Discard = jetstream.DiscardNew }), with(base, func(c *jetstream.StreamConfig) { c.MaxMsgs, c.Discard = 4, jetstream.DiscardNew }), false, false},
+		{"max_bytes", base, with(base, func(c *jetstream.StreamConfig) { c.MaxBytes, c.Discard = 500, jetstream.DiscardNew }), false, false},
 	}
 	// The streams are filled first, so that the age case's messages are older than its new
 	// max_age by the time it is changed.

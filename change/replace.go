@@ -75,10 +75,17 @@ var consumerReplaceRules = []replaceRule[jetstream.ConsumerConfig]{
 // (checked on a real server: TestEveryDiscardRuleDropsMessages). Not among them, also checked: a
 // lower max_msg_size (it refuses new messages only), fewer subjects (the messages stay), fewer
 // replicas (every message stays on the peers kept), discard old → new (it refuses new messages
-// instead of dropping old ones).
+// instead of dropping old ones), and a lower max_msgs or max_bytes on a stream that discards new
+// (the server trims only a stream that drops its oldest: server/filestore.go, enforceBytesLimit).
 var streamDiscardRules = []replaceRule[jetstream.StreamConfig]{
-	{"max_msgs", "lowered: the oldest beyond the new count go at once", func(h, w jetstream.StreamConfig) bool { return lowered(h.MaxMsgs, w.MaxMsgs) }},
-	{"max_bytes", "lowered: the oldest go until the stream fits", func(h, w jetstream.StreamConfig) bool { return lowered(h.MaxBytes, w.MaxBytes) }},
+	// A stream that refuses new messages when full (discard new) keeps every message a lowered
+	// count or size would be over: the server trims to them only a stream that drops its oldest.
+	{"max_msgs", "lowered on a stream that drops its oldest: the oldest beyond the new count go at once", func(h, w jetstream.StreamConfig) bool {
+		return w.Discard != jetstream.DiscardNew && lowered(h.MaxMsgs, w.MaxMsgs)
+	}},
+	{"max_bytes", "lowered on a stream that drops its oldest: the oldest go until the stream fits", func(h, w jetstream.StreamConfig) bool {
+		return w.Discard != jetstream.DiscardNew && lowered(h.MaxBytes, w.MaxBytes)
+	}},
 	{"max_age", "lowered: messages older than the new age go at once", func(h, w jetstream.StreamConfig) bool {
 		return lowered(int64(h.MaxAge), int64(w.MaxAge))
 	}},

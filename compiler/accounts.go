@@ -6,19 +6,25 @@ import (
 	"strings"
 )
 
-// Account isolation (mesh.yaml `isolation: account-per-module`; docs/nats.md, "Accounts, exports
-// and imports").
+// Account isolation (mesh.yaml `isolation: account-per-module`, the default; docs/nats.md,
+// "Accounts, exports and imports").
 //
 // Within one account, whoever may make a request chooses where the answer goes, and the server
 // publishes it there unchecked (docs/nats.md, "A requester chooses where the answer goes"): a
 // pull's messages onto another module's tool, a tool's answer into a seat's work queue, an empty
 // answer into the JetStream API. Across accounts the server rewrites every reply that travels
-// through an import, so none of that lands. In this mode the mesh's account keeps JetStream and the
-// controller — an existing bus keeps its streams and consumers — and every other user gets an
-// account of its own, named like the user, holding exactly the imports its permissions use. An
-// answer that arrives in an account follows the account's imports without a per-user check, so the
-// imports must be the grants, no more: one account per module instance, never one shared by a
-// module's instances (docs/nats.md, "What accounts do not block").
+// through an import, so none of that lands. In this mode the mesh's account keeps JetStream and
+// the controller — an existing bus keeps its streams and consumers — every module gets one
+// account its instances share, and every other user one named like the user. An answer that
+// arrives in an account follows the account's imports without a per-user check, so an account
+// imports exactly its users' grants, no more (docs/nats.md, "What accounts do not block").
+//
+// A module's instances share its account because a subject imported from several accounts is
+// delivered to every one of them: a call to a tool imported from each instance's account was
+// served by every instance, and an instance calling its own module's tool imported it from its
+// sibling, which imported it back, a cycle the server refuses to load. What the sharing costs —
+// siblings share the imports of each other's consumers — is measured by the permission proof and
+// said in docs/nats.md, "One account per module".
 
 // Account is one account of an isolated mesh: its users, what it offers other accounts and what
 // it takes from them.
@@ -33,6 +39,10 @@ type Account struct {
 	// Exports sorted by subject; Imports sorted by subject, then source account.
 	Exports []Export
 	Imports []Import
+	// Limits bound what its users hold on the server; JetStreamLimits, for the account with
+	// JetStream, what it stores (limits.go).
+	Limits          AccountLimits
+	JetStreamLimits JetStreamLimits
 }
 
 // ExportKind says how a subject crosses from one account to another.
@@ -83,10 +93,9 @@ var meshExports = []meshExport{
 	{ServiceExport, Report("*"), false},
 	{ServiceExport, Heartbeat("*"), false},
 	{ServiceExport, Enrolment("*"), false},
-	{ServiceExport, PullNext("*", "*"), true},
-	{ServiceExport, ConsumerInfo("*", "*"), false},
-	{ServiceExport, AllAcks, false},
+	// Before JetStreamSubjects, which covers it: $JS.API.INFO has one answer.
 	{ServiceExport, JetStreamInfo, false},
+	{ServiceExport, JetStreamSubjects, true},
 	{StreamExport, DeliverNodes("*"), false},
 	{StreamExport, EnrolmentAnswers("*"), false},
 }
@@ -104,10 +113,24 @@ func meshExportFor(kind ExportKind, subject string) int {
 // isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool).
 func isTool(subject string) bool { return Covers(Tool("*", "*"), subject) }
 
-// isolate derives the accounts of a mesh with an account per principal from the users' own
-// permissions, which are left as they are: each import is one of its user's grants, and each
+// accountOf is the account a user other than the controller lives in: its module's for a module
+// instance, its own for every other principal.
+func accountOf(u *User) string {
+	if u.Kind == KindModule {
+		return ModuleAccount(u.Module)
+	}
+	return AccountName(u.Name)
+}
+
+// isolate derives the accounts of a mesh with an account per module from the users' own
+// permissions, which are left as they are: each import is one of its users' grants, and each
 // grant that reaches another account is an import. A grant nothing serves (a call to a tool no
 // running module serves) imports nothing, as in one account it reaches nobody.
+//
+// A module's instances share its account: their queue subscriptions to its tools compete there,
+// so a call is served by one instance, and an instance calling its own module's tool reaches it
+// without an import (an import from a sibling's account, and the sibling's back, is a cycle the
+// server refuses). Callers import each tool from the one account serving it.
 func (c *compilation) isolate() {
 	p := c.plan
 	for i := range p.Users {
@@ -117,15 +140,16 @@ func (c *compilation) isolate() {
 		return
 	}
 
-	// Who serves each tool: its subject, to the accounts of every instance serving it.
-	servers := map[string][]string{}
-	for _, u := range p.Users {
-		if u.Kind == KindController {
+	// Who serves each tool: the account of the module serving it.
+	servers := map[string]string{}
+	for i := range p.Users {
+		u := &p.Users[i]
+		if u.Kind != KindModule {
 			continue
 		}
 		for _, s := range u.Subscribe.Allow {
-			if isTool(s) {
-				servers[s] = append(servers[s], AccountName(u.Name))
+			if subject, _ := SplitQueue(s); isTool(subject) {
+				servers[subject] = accountOf(u)
 			}
 		}
 	}
@@ -135,22 +159,31 @@ func (c *compilation) isolate() {
 	// callers[server account][tool] are the accounts importing that tool from that server.
 	callers := map[string]map[string][]string{}
 	mesh := Account{Name: p.Account, JetStream: true}
-	accounts := make([]Account, 0, len(p.Users))
+	var accounts []Account
+	at := map[string]int{} // account name → index in accounts
 	for i := range p.Users {
 		u := &p.Users[i]
 		if u.Kind == KindController {
 			mesh.Users = append(mesh.Users, u.Name)
 			continue
 		}
-		a := Account{Name: AccountName(u.Name), Users: []string{u.Name}}
-		u.Account = a.Name
+		u.Account = accountOf(u)
+		k, ok := at[u.Account]
+		if !ok {
+			k = len(accounts)
+			at[u.Account] = k
+			accounts = append(accounts, Account{Name: u.Account})
+		}
+		a := &accounts[k]
+		a.Users = append(a.Users, u.Name)
 		fromMesh := func(kind ExportKind, subject string, e int) {
 			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
 			meshImporters[e] = append(meshImporters[e], a.Name)
 		}
-		fromServer := func(tool, server string) {
-			if server == a.Name {
-				return // its own tool: served in its own account
+		fromServer := func(tool string) {
+			server, ok := servers[tool]
+			if !ok || server == a.Name {
+				return // nobody serves it, or its own module does: served in this account
 			}
 			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
 			if callers[server] == nil {
@@ -161,15 +194,11 @@ func (c *compilation) isolate() {
 		for _, s := range u.Publish.Allow {
 			switch {
 			case isTool(s) && !strings.ContainsAny(s, "*>"):
-				for _, server := range servers[s] {
-					fromServer(s, server)
-				}
+				fromServer(s)
 			case isTool(s):
 				for _, t := range tools {
 					if Covers(s, t) {
-						for _, server := range servers[t] {
-							fromServer(t, server)
-						}
+						fromServer(t)
 					}
 				}
 			default:
@@ -183,10 +212,9 @@ func (c *compilation) isolate() {
 				fromMesh(StreamExport, s, e)
 			}
 		}
-		// Never granted to the user: it only keeps the server from answering twice (docs/nats.md,
+		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md,
 		// "Traps").
 		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
-		accounts = append(accounts, a)
 	}
 
 	for e, importers := range meshImporters {

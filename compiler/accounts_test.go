@@ -43,21 +43,32 @@ func TestSharedAccountHasNoAccountsOfItsOwn(t *testing.T) {
 	}
 }
 
-// With an account per principal, the mesh's account holds JetStream and the controller alone, and
-// every other user has an account of its own, named like it.
+// With an account per principal, the mesh's account holds JetStream and the controller alone;
+// every module's instances share the module's account, and every other user has an account of
+// its own, named like it.
 func TestAnAccountPerPrincipal(t *testing.T) {
 	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
-	if len(p.Accounts) != len(p.Users) {
-		t.Fatalf("%d accounts for %d users: want the mesh's (with the controller) and one per other user", len(p.Accounts), len(p.Users))
-	}
 	mesh := p.Accounts[0]
 	if mesh.Name != p.Account || !mesh.JetStream || !slices.Equal(mesh.Users, []string{ControllerUser}) {
 		t.Fatalf("the mesh's account is %s, JetStream %v, users %v", mesh.Name, mesh.JetStream, mesh.Users)
 	}
+	members := map[string][]string{}
 	for _, u := range p.Users[1:] {
-		a := account(t, p, u.Name)
-		if a.JetStream || !slices.Equal(a.Users, []string{u.Name}) || u.Account != a.Name {
-			t.Errorf("%s: account %s, JetStream %v, users %v", u.Name, u.Account, a.JetStream, a.Users)
+		want := u.Name
+		if u.Kind == KindModule {
+			want = "mod." + u.Module
+		}
+		if u.Account != want {
+			t.Errorf("%s lives in %s, want %s", u.Name, u.Account, want)
+		}
+		members[want] = append(members[want], u.Name)
+	}
+	if len(p.Accounts) != 1+len(members) {
+		t.Errorf("%d accounts for %d principals and the mesh", len(p.Accounts), len(members))
+	}
+	for _, a := range p.Accounts[1:] {
+		if a.JetStream || !slices.Equal(a.Users, members[a.Name]) {
+			t.Errorf("account %s: JetStream %v, users %v, want %v", a.Name, a.JetStream, a.Users, members[a.Name])
 		}
 	}
 }
@@ -71,22 +82,26 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	served := map[string]string{} // tool → serving account
 	for _, u := range p.Users[1:] {
 		for _, s := range u.Subscribe.Allow {
-			if isTool(s) {
+			if s, _ := SplitQueue(s); isTool(s) {
 				served[s] = u.Account
 			}
 		}
 	}
-	importers := map[string]map[string][]string{} // source account → subject → importers
+	// What the users of each account are granted, together: an account shared by a module's
+	// instances imports the union of their grants.
+	wants := map[string][]Import{}
 	for _, u := range p.Users[1:] {
-		a := account(t, p, u.Account)
-		var want []Import
+		want := wants[u.Account]
 		for _, s := range u.Publish.Allow {
+			if s == ServiceReplies || strings.HasPrefix(s, "_INBOX.") {
+				continue // answers inside the account: to calls that crossed into it, to siblings
+			}
 			if !isTool(s) {
 				want = append(want, Import{ServiceExport, s, p.Account})
 				continue
 			}
 			for tool, server := range served {
-				if Covers(s, tool) && server != a.Name {
+				if Covers(s, tool) && server != u.Account {
 					want = append(want, Import{ServiceExport, tool, server})
 				}
 			}
@@ -96,10 +111,15 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 				want = append(want, Import{StreamExport, s, p.Account})
 			}
 		}
-		want = append(want, Import{ServiceExport, JetStreamInfo, p.Account})
+		wants[u.Account] = append(want, Import{ServiceExport, JetStreamInfo, p.Account})
+	}
+	importers := map[string]map[string][]string{} // source account → subject → importers
+	for _, a := range p.Accounts[1:] {
+		want := wants[a.Name]
 		slices.SortFunc(want, func(x, y Import) int { return strings.Compare(x.Subject+" "+x.Account, y.Subject+" "+y.Account) })
+		want = slices.Compact(want)
 		if diff := cmp.Diff(want, a.Imports); diff != "" {
-			t.Errorf("%s's imports are not its grants (-grants +imports):\n%s", a.Name, diff)
+			t.Errorf("%s's imports are not its users' grants (-grants +imports):\n%s", a.Name, diff)
 		}
 		for _, i := range a.Imports {
 			if importers[i.Account] == nil {
@@ -112,7 +132,8 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 		for _, e := range a.Exports {
 			var want []string
 			for subject, to := range importers[a.Name] {
-				if Covers(e.Subject, subject) {
+				// $JS.API.INFO has an export of its own beside the one covering every $JS subject.
+				if Covers(e.Subject, subject) && (subject != JetStreamInfo || e.Subject == JetStreamInfo) {
 					want = append(want, to...)
 				}
 			}
@@ -125,22 +146,24 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	alice := account(t, p, "person.alice")
 	if diff := cmp.Diff([]Import{
 		{ServiceExport, JetStreamInfo, "proof"},
-		{ServiceExport, "mesh.mod.catalog.tool.lookup", "mod.anchor.catalog"},
-		{ServiceExport, "mesh.mod.registry.tool.prune", "mod.anchor.registry"},
+		{ServiceExport, "mesh.mod.catalog.tool.lookup", "mod.catalog"},
+		{ServiceExport, "mesh.mod.registry.tool.prune", "mod.registry"},
 	}, alice.Imports); diff != "" {
 		t.Errorf("alice (may call every tool) imports every served tool from its server:\n%s", diff)
 	}
 	next := account(t, p, "proof").Exports
-	i := slices.IndexFunc(next, func(e Export) bool { return e.Subject == PullNext("*", "*") })
-	if i < 0 || !next[i].ResponseStream {
-		t.Errorf("the pull export must answer with a stream (a singleton strands a batch: docs/nats.md#traps): %v", next)
+	i := slices.IndexFunc(next, func(e Export) bool { return Covers(e.Subject, PullNext("*", "*")) })
+	if i < 0 || !next[i].ResponseStream || next[i].Subject != JetStreamSubjects {
+		t.Errorf("the pull export must answer with a stream (a singleton strands a batch, docs/nats.md \"Traps\"), and be the acks' export too: %v", next)
 	}
 }
 
-// A module running on two machines is two accounts, both serving its tool: a caller imports the
-// tool from each, as in one account it would reach each instance's subscription; an instance
-// calling its own module's tool imports it from the other instance, never from itself.
-func TestACallerImportsAToolFromEveryInstance(t *testing.T) {
+// A module running on two machines is one account, serving its tool once: a caller imports the
+// tool from that account alone (imported from every instance's, each call was delivered to every
+// instance), and an instance calling its own module's tool imports nothing, reaching its siblings'
+// queue subscriptions inside the account (an import from a sibling's account, and the sibling's
+// back, is a cycle the server refuses to load).
+func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 	p := compileIsolated(t, "testdata/instances.txtar", catalogue.IsolationPerModule)
 	lookup := Tool("catalog", "lookup")
 	imports := func(name string) []Import {
@@ -152,15 +175,53 @@ func TestACallerImportsAToolFromEveryInstance(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]Import{{ServiceExport, lookup, "mod.anchor.catalog"}, {ServiceExport, lookup, "mod.laptop.catalog"}},
-		imports("mod.laptop.notifier")); diff != "" {
-		t.Errorf("notifier imports lookup from every instance:\n%s", diff)
+	if diff := cmp.Diff([]Import{{ServiceExport, lookup, "mod.catalog"}}, imports("mod.notifier")); diff != "" {
+		t.Errorf("notifier imports lookup from catalog's account:\n%s", diff)
 	}
-	if diff := cmp.Diff([]Import{{ServiceExport, lookup, "mod.laptop.catalog"}}, imports("mod.anchor.catalog")); diff != "" {
-		t.Errorf("an instance imports its own module's tool from the other instance only:\n%s", diff)
+	if got := imports("mod.catalog"); len(got) != 0 {
+		t.Errorf("catalog's own account imports its own tool: %v", got)
 	}
-	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.anchor.catalog", "mod.laptop.notifier"}}},
-		account(t, p, "mod.laptop.catalog").Exports); diff != "" {
-		t.Errorf("an instance exports its tool to its callers' accounts:\n%s", diff)
+	catalog := account(t, p, "mod.catalog")
+	if !slices.Equal(catalog.Users, []string{"mod.anchor.catalog", "mod.laptop.catalog"}) {
+		t.Errorf("catalog's account holds %v, want both instances", catalog.Users)
+	}
+	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.notifier"}}}, catalog.Exports); diff != "" {
+		t.Errorf("catalog's account exports its tool to its callers' accounts:\n%s", diff)
+	}
+}
+
+// With an account per module, a tool server answers without allow_responses: the server's `_R_`
+// replies (what every call from another account carries) and, when its module calls its own tool,
+// its siblings' inboxes (what their calls carry inside the account). allow_responses let an
+// instance answer a self-call it made itself at any reply, a sibling's pull among them. In one
+// account every caller's inbox is a reply, so allow_responses stays.
+func TestAToolServerAnswersOnlyTheRepliesItsCallsCarry(t *testing.T) {
+	for _, tc := range []struct {
+		archive, user, isolation string
+		publishes                []string
+		responses                bool
+	}{
+		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationPerModule, []string{"_INBOX.mod.*.catalog.>", ServiceReplies}, false},
+		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationPerModule, []string{ServiceReplies}, false},
+		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationShared, nil, true},
+		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationShared, nil, true},
+	} {
+		p := compileIsolated(t, tc.archive, tc.isolation)
+		u := p.User(tc.user)
+		var answers []string
+		for _, s := range u.Publish.Allow {
+			if s == ServiceReplies || strings.HasPrefix(s, "_INBOX.") {
+				answers = append(answers, s)
+			}
+		}
+		if !slices.Equal(answers, tc.publishes) || u.AllowResponses != tc.responses || (len(u.Grants.Responses) > 0) != tc.responses {
+			t.Errorf("%s, %s: answers %v with allow_responses %v (%d response grants), want %v and %v",
+				tc.user, tc.isolation, answers, u.AllowResponses, len(u.Grants.Responses), tc.publishes, tc.responses)
+		}
+		for _, s := range tc.publishes {
+			if why := u.Why(Publish, s); len(why) != 1 || !strings.Contains(why[0].Because, "answers") {
+				t.Errorf("%s: %s granted for %+v", tc.user, s, why)
+			}
+		}
 	}
 }

@@ -38,9 +38,7 @@ func (p *Plan) Check() error {
 	}
 
 	slices.SortStableFunc(p.Streams, func(a, b Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
-	slices.SortStableFunc(p.Consumers, func(a, b Consumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(ConsumerName(a.Config), ConsumerName(b.Config)))
-	})
+	sortConsumers(p.Consumers)
 	streams := make(map[string]bool, len(p.Streams))
 	for i, s := range p.Streams {
 		streams[s.Config.Name] = true
@@ -62,6 +60,41 @@ func (p *Plan) Check() error {
 	}
 	p.checked = true
 	return nil
+}
+
+// sortConsumers orders consumers by stream then name, keeping the order of equals. A consumer's
+// configuration is hundreds of bytes: the sort moves indices, and each consumer moves once.
+func sortConsumers(cs []Consumer) {
+	type key struct{ stream, name string }
+	keys := make([]key, len(cs))
+	for i, c := range cs {
+		keys[i] = key{c.Stream, ConsumerName(c.Config)}
+	}
+	compare := func(a, b key) int { return cmp.Or(cmp.Compare(a.stream, b.stream), cmp.Compare(a.name, b.name)) }
+	if slices.IsSortedFunc(keys, compare) {
+		return
+	}
+	order := make([]int, len(cs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compare(keys[a], keys[b]) })
+	// Put each in place by following the permutation's cycles: position i takes order[i].
+	for i := range order {
+		if order[i] == i || order[i] < 0 {
+			continue
+		}
+		first := cs[i]
+		j := i
+		for order[j] != i {
+			next := order[j]
+			cs[j] = cs[next]
+			order[j] = -1
+			j = next
+		}
+		cs[j] = first
+		order[j] = -1
+	}
 }
 
 // Checked reports whether the plan was checked (and not found wanting) since it was made.

@@ -1,6 +1,10 @@
 package compiler
 
 import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,5 +44,25 @@ func TestCheck(t *testing.T) {
 				t.Fatal("a plan that failed its check is marked checked")
 			}
 		})
+	}
+}
+
+// Check sorts consumers by stream then name as a stable sort would, equals (which Check then
+// refuses) kept in the order they came: the sort moves indices, not the consumers.
+func TestCheckSortsConsumersStably(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		cs := make([]Consumer, rng.IntN(40))
+		for i := range cs {
+			cs[i] = Consumer{Stream: string(rune('A' + rng.IntN(3))), Config: jetstream.ConsumerConfig{Durable: string(rune('a' + rng.IntN(5))), Description: strconv.Itoa(i)}}
+		}
+		want := slices.Clone(cs)
+		slices.SortStableFunc(want, func(a, b Consumer) int {
+			return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(ConsumerName(a.Config), ConsumerName(b.Config)))
+		})
+		sortConsumers(cs)
+		if !slices.EqualFunc(cs, want, func(a, b Consumer) bool { return a.Stream == b.Stream && a.Config.Description == b.Config.Description }) {
+			t.Fatalf("sorted\n%v\nwant\n%v", cs, want)
+		}
 	}
 }

@@ -161,7 +161,11 @@ func boolInt(b bool) int {
 // across the mesh, and are not called out.
 func widening(u *User, subject string, added bool, because []Grant) []string {
 	var out []string
-	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.")
+	// Its own inbox and acks; and a tool server's answers with an account per module: the server's
+	// replies into its module's account and its own module's instances' inboxes, what
+	// allow_responses is in one account.
+	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.") || subject == ServiceReplies ||
+		u.Kind == KindModule && subject == SiblingInboxes(u.Module)
 	if added && u.Kind == KindPerson && !own {
 		out = append(out, "a new person")
 	}

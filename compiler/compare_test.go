@@ -85,7 +85,7 @@ func TestCompareUsers(t *testing.T) {
 	for _, g := range audit.Lost {
 		lost = append(lost, g.Action+" "+g.Subject)
 	}
-	if !slices.Equal(gained, []string{"sub mesh.mod.audit.tool.replay", "responses mesh.mod.audit.tool.replay"}) {
+	if !slices.Equal(gained, []string{"pub _R_.>", "sub mesh.mod.audit.tool.replay audit"}) {
 		t.Errorf("audit gained %v", gained)
 	}
 	if !slices.Equal(lost, []string{"pub mesh.mod.catalog.tool.lookup"}) || audit.Lost[0].Because[0].Because != "calls catalog.lookup" {

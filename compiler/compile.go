@@ -40,7 +40,7 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix, users: map[string]catalogue.Pos{},
+	c := &compilation{ix: ix,
 		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
@@ -54,6 +54,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 		}
 	}
 	c.plan.Users = make([]User, 0, users)
+	c.users = make(map[string]catalogue.Pos, users)
 	c.plan.Consumers = make([]Consumer, 0, consumers)
 	c.controller()
 	c.machines()
@@ -62,9 +63,11 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.consumers()
 	c.credentials()
 	c.isolate()
+	c.servedTools()
 	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
+	c.limits()
 	c.plan.Mark()
 
 	// Sorted and checked once, here: emit and apply trust a checked plan. What fails the check
@@ -233,7 +236,26 @@ func (c *compilation) machines() {
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
-	var pub, sub, responses granted
+	// Sized once, from the grants counted below: a grant is about a hundred bytes, and growing
+	// every module instance's list by doubling was the compiler's largest allocation.
+	npub := len(m.Emits) + len(m.Calls)
+	for _, claim := range m.Claims {
+		if seat := c.ix.Seat(claim.Value); seat != nil {
+			npub += len(seat.Emits)
+			if len(seat.Accepts) > 0 {
+				npub += 4 // consumerGrants
+			}
+		}
+	}
+	for _, use := range m.Uses {
+		if seat := c.ix.Seat(use.Value); seat != nil {
+			npub += len(seat.Accepts)
+		}
+	}
+	if len(m.Consumes) > 0 {
+		npub += 4 // consumerGrants
+	}
+	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(len(m.Tools))
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -257,25 +279,48 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 			}
 		}
 	}
-	for _, call := range m.Calls {
+	var selfCall *catalogue.Text
+	for i, call := range m.Calls {
 		module, tool := Call(call.Value)
 		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
+		if module == name && selfCall == nil {
+			selfCall = &m.Calls[i]
+		}
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	perModule := c.ix.Catalogue.Mesh.PerModule()
 	for _, t := range m.Tools {
-		sub.addOf(name, t.Pos, "serves tool "+t.Value, "serve its tool "+t.Value, Tool(name, t.Value))
-		responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+		// Only in the module's queue group: wherever the module runs, each call is served once.
+		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
+			"serve its tool "+t.Value, Tool(name, t.Value))
+		if !perModule {
+			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+		}
+	}
+	if perModule && len(m.Tools) > 0 {
+		// With an account per module, a call from another account arrives with a reply the
+		// server wrote (`_R_.…`), and only a call from a sibling instance to the module's own
+		// tool with one in the module's account: granting exactly those, rather than
+		// allow_responses, keeps an instance that calls its own tool from answering it into a
+		// sibling's pull or acks, imports its account shares (docs/nats.md, "One account per
+		// module").
+		pub.addOf(name, m.Tools[0].Pos, "answers calls from other accounts to its tools", "answer calls from other accounts to its tools", ServiceReplies)
+		if selfCall != nil {
+			pub.addOf(name, selfCall.Pos, "answers its siblings' calls to its own tools (calls "+selfCall.Value+")",
+				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
+		}
 	}
 	c.addUser(User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
-		// One reply to a request it actually received: only a module that serves a tool answers.
-		AllowResponses: len(m.Tools) > 0,
+		// One reply to a request it actually received: only a module that serves a tool, in
+		// one account, answers this way.
+		AllowResponses: len(responses) > 0,
 	})
 }
 
@@ -343,25 +388,30 @@ func (c *compilation) credentials() {
 }
 
 // streams derives the mesh's streams and one work queue per seat that accepts work — held or
-// not, because work waits in the queue until a holder appears.
+// not, because work waits in the queue until a holder appears. Each is bounded
+// (docs/catalogue.md, "Limits and their defaults"): its bytes, its largest message and, where one
+// subject is one principal's, its messages per subject, so no principal stores without bound.
 func (c *compilation) streams() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams
 	meshPos := catalogue.Pos{File: mesh.File}
 
-	events := streamConfig(EventsStream, s.Events, jetstream.LimitsPolicy,
+	// A history: when full, the oldest events go, and each event's cap keeps one busy emitter
+	// from pushing out the others'.
+	events := streamConfig(EventsStream, s.Events, catalogue.EventsDefaults, jetstream.LimitsPolicy,
 		// The event token is why EVENTS can store events without storing tool calls.
 		"mesh.mod.*.event.>", "mesh.seat.*.event.>")
-	events.MaxMsgsPerSubject = s.Events.MaxMsgsPerSubject
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: events, Source: orPos(s.Events.Pos, meshPos)})
 
 	// CONTROL names its subjects rather than taking mesh.control.>, because heartbeats live under
-	// that prefix and must not compete for retention with reports and enrolments.
-	control := streamConfig(ControlStream, s.Control, jetstream.WorkQueuePolicy, Report("*"), Enrolment("*"))
+	// that prefix and must not compete for retention with reports and enrolments. Each subject is
+	// one machine's, so its cap bounds what one machine (or one enrolment token) can store, and a
+	// machine's newest reports are the ones that matter.
+	control := streamConfig(ControlStream, s.Control, catalogue.ControlDefaults, jetstream.WorkQueuePolicy, Report("*"), Enrolment("*"))
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: control, Source: orPos(s.Control.Pos, meshPos)})
 
 	// Only the newest declaration per machine matters.
-	nodes := streamConfig(NodesStream, s.Nodes, jetstream.LimitsPolicy, Declaration("*"))
+	nodes := streamConfig(NodesStream, s.Nodes, catalogue.NodesDefaults, jetstream.LimitsPolicy, Declaration("*"))
 	nodes.MaxMsgsPerSubject = 1
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: nodes, Source: orPos(s.Nodes.Pos, meshPos)})
 
@@ -369,25 +419,34 @@ func (c *compilation) streams() {
 		if len(seat.Accepts) == 0 {
 			continue
 		}
-		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
+		// A full queue refuses new work, to its submitter, rather than dropping work it accepted.
+		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, catalogue.SeatsDefaults, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
 		c.plan.Streams = append(c.plan.Streams, Stream{Config: cfg, Source: seat.Name.Pos})
 	}
 }
 
-func streamConfig(name string, s catalogue.StreamSettings, retention jetstream.RetentionPolicy, subjects ...string) jetstream.StreamConfig {
+// streamConfig is one stream's configuration: the mesh's settings, and def where it sets none.
+func streamConfig(name string, s catalogue.StreamSettings, def catalogue.StreamDefaults, retention jetstream.RetentionPolicy, subjects ...string) jetstream.StreamConfig {
+	discard := jetstream.DiscardOld
+	if def.DiscardNew {
+		discard = jetstream.DiscardNew
+	}
 	storage := jetstream.FileStorage
 	if s.Storage.Value == "memory" {
 		storage = jetstream.MemoryStorage
 	}
 	return jetstream.StreamConfig{
-		Name:      name,
-		Subjects:  subjects,
-		Retention: retention,
-		Storage:   storage,
-		Replicas:  max(s.Replicas, 1),
-		MaxAge:    s.MaxAge,
-		MaxBytes:  orDefault(s.MaxBytes, -1),
-		MaxMsgs:   -1,
+		Name:              name,
+		Subjects:          subjects,
+		Retention:         retention,
+		Discard:           discard,
+		Storage:           storage,
+		Replicas:          max(s.Replicas, 1),
+		MaxAge:            s.MaxAge,
+		MaxBytes:          orDefault(s.MaxBytes, def.MaxBytes),
+		MaxMsgSize:        int32(orDefault(s.MaxMsgSize, def.MaxMsgSize)),
+		MaxMsgsPerSubject: orDefault(s.MaxMsgsPerSubject, def.MaxMsgsPerSubject),
+		MaxMsgs:           -1,
 	}
 }
 
@@ -416,6 +475,9 @@ func (c *compilation) consumers() {
 		// The controller's window, a holder's own handling or a machine's apply decides when a
 		// message is given up on; a server that dead-lettered first would discard it.
 		cfg.MaxDeliver = -1
+		if cfg.DeliverSubject == "" {
+			cfg.MaxRequestExpires = MaxPullExpires
+		}
 		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source, User: user})
 	}
 
@@ -474,6 +536,12 @@ func (c *compilation) consumers() {
 		}
 	}
 }
+
+// MaxPullExpires is the longest one pull may wait for messages. Below the two minutes for which
+// an account-per-module mesh keeps the route a pull's messages travel back by (the pull export's
+// response threshold): a longer pull would have its messages delivered into nothing, to wait for
+// AckWait (docs/nats.md, "Traps"). nats.go's own pulls wait 30 s.
+const MaxPullExpires = time.Minute
 
 // ServerDefaultMaxConsumers is how many consumers nats-server lets a stream have unless the
 // stream says otherwise (JSDefaultMaxConsumersPerStream, 2.15). A stream's -1 does not lift it:

@@ -66,14 +66,15 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 		pub, sub, deny []string
 		responses      bool
 	}{{
+		// Serves a tool: in its module's queue group, answering the server's replies to calls from
+		// other accounts (an account per module, the default: no allow_responses).
 		user: "mod.anchor.catalog",
 		pub: []string{
 			"$JS.ACK.*.*.EVENTS.anchor_catalog.*.*.*.*.>", "$JS.ACK.EVENTS.anchor_catalog.*.*.*.*.*",
 			"$JS.API.CONSUMER.INFO.EVENTS.anchor_catalog", "$JS.API.CONSUMER.MSG.NEXT.EVENTS.anchor_catalog",
-			"mesh.mod.catalog.event.upgraded",
+			"_R_.>", "mesh.mod.catalog.event.upgraded",
 		},
-		sub:       []string{"_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup"},
-		responses: true,
+		sub: []string{"_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup catalog"},
 	}, {
 		// Holds the build-machine role: announces its event and takes its work; submits work to
 		// a seat it uses. Consumes nothing, so no EVENTS grant at all.

@@ -25,6 +25,17 @@ type Grant struct {
 	// "" for a subject in no module's namespace: recorded as derived, so nothing parses a
 	// subject back apart to find out whose it is.
 	Module string `json:"-"`
+	// Queue is, for a subscription granted only in one queue group (a tool its module serves),
+	// that group; "" for any subscription.
+	Queue string `json:"queue,omitempty"`
+}
+
+// Permission is the grant as the server reads it: the subject, and its queue group when it has one.
+func (g Grant) Permission() string {
+	if g.Queue != "" {
+		return QueueGrant(g.Subject, g.Queue)
+	}
+	return g.Subject
 }
 
 // Grants are a user's grants one by one, as declared: a subject two declarations grant appears
@@ -42,6 +53,15 @@ type granted []Grant
 
 func (g *granted) add(source catalogue.Pos, because, means string, subjects ...string) {
 	g.addOf("", source, because, means, subjects...)
+}
+
+// sizedGrants is an empty list with room for n grants; none (nil) when n is 0, as a list
+// nothing was added to.
+func sizedGrants(n int) granted {
+	if n == 0 {
+		return nil
+	}
+	return make(granted, 0, n)
 }
 
 // addOf adds grants of subjects in one module's namespace.
@@ -81,11 +101,19 @@ func readsOwn(stream, consumer string) string {
 	return "read its own consumer " + stream + "/" + consumer
 }
 
-// subjects are the granted subjects, for the permission the server is given.
+// addQueued adds subscribe grants in one module's namespace, each in queue group queue only.
+func (g *granted) addQueued(module, queue string, source catalogue.Pos, because, means string, subjects ...string) {
+	for _, s := range subjects {
+		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module, Queue: queue})
+	}
+}
+
+// subjects are the granted subjects, for the permission the server is given: each with its queue
+// group when it has one.
 func (g granted) subjects() []string {
 	out := make([]string, len(g))
 	for i, x := range g {
-		out[i] = x.Subject
+		out[i] = x.Permission()
 	}
 	return out
 }
@@ -101,11 +129,14 @@ const (
 // Why returns the grants by which the user may take the action on the subject, in declaration
 // order; none when it may not. A grant covers a subject when its wildcards match the whole
 // subject, or, for a wildcard subject asked about (`mesh.mod.*.tool.*`), when it covers every
-// subject that wildcard matches.
+// subject that wildcard matches. A subscription asked about may name its queue group as the
+// server reads it (`subject queue`): a grant in one queue group covers a subscription in that
+// group only, never a plain one.
 func (u *User) Why(a Action, subject string) []Grant {
 	var out []Grant
+	subject, queue := SplitQueue(subject)
 	for _, g := range u.grants(a) {
-		if Covers(g.Subject, subject) {
+		if Covers(g.Subject, subject) && (g.Queue == "" || g.Queue == queue) {
 			out = append(out, g)
 		}
 	}
@@ -120,18 +151,28 @@ func (u *User) grants(a Action) []Grant {
 }
 
 // sortedGrants orders grants by subject, then source, for output that reads the same every run.
+// It sorts gs in place: each user's grants are its own, gathered for it alone.
 func sortedGrants(gs []Grant) []Grant {
-	out := slices.Clone(gs)
-	slices.SortStableFunc(out, func(a, b Grant) int {
+	slices.SortStableFunc(gs, func(a, b Grant) int {
 		return cmp.Or(strings.Compare(a.Subject, b.Subject), a.Source.Compare(b.Source))
 	})
-	return out
+	return gs
 }
 
 // Nearest is, for a subject the user may not use, the grant that comes closest — the one
 // whose tokens agree with the subject's for longest — and why it does not cover the subject.
 // ok is false when the user has no grant for the action at all.
 func (u *User) Nearest(a Action, subject string) (g Grant, why string, ok bool) {
+	subject, queue := SplitQueue(subject)
+	for _, x := range u.grants(a) {
+		// The subject is granted, in a queue group the question did not name.
+		if x.Queue != "" && Covers(x.Subject, subject) {
+			if queue == "" {
+				return x, fmt.Sprintf("it is granted only as a subscription in queue group %s (ask about \"%s\")", x.Queue, x.Permission()), true
+			}
+			return x, fmt.Sprintf("it is granted only in queue group %s, not %s", x.Queue, queue), true
+		}
+	}
 	best := -1
 	st := strings.Split(subject, ".")
 	for _, x := range u.grants(a) {

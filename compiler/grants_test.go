@@ -20,7 +20,7 @@ func TestEveryPermissionHasItsGrants(t *testing.T) {
 				if g.Source.File == "" || g.Because == "" {
 					t.Errorf("%s %s %s: a grant without its declaration: %+v", u.Name, side.action, g.Subject, g)
 				}
-				subjects = append(subjects, g.Subject)
+				subjects = append(subjects, g.Permission())
 			}
 			if got := permission(subjects); !slices.Equal(got.Allow, side.perm.Allow) || !slices.Equal(got.Deny, side.perm.Deny) {
 				t.Errorf("%s %s: grants make %+v, the permission is %+v", u.Name, side.action, got, side.perm)
@@ -56,9 +56,29 @@ func TestWhyNamesTheDeclaration(t *testing.T) {
 	if why := bob.Why(Publish, "mesh.mod.*.tool.*"); len(why) != 0 {
 		t.Errorf("bob publishing every tool: %+v", why)
 	}
+	// A tool is served in its module's queue group only: a plain subscription is not granted.
 	catalog := user(t, p, "mod.anchor.catalog")
-	if why := catalog.Why(Subscribe, "mesh.mod.catalog.tool.lookup"); len(why) != 1 || why[0].Because != "serves tool lookup" {
-		t.Errorf("catalog subscribing its tool: %+v", why)
+	if why := catalog.Why(Subscribe, "mesh.mod.catalog.tool.lookup catalog"); len(why) != 1 || why[0].Because != "serves tool lookup in queue group catalog" {
+		t.Errorf("catalog subscribing its tool in its queue group: %+v", why)
+	}
+	for _, plain := range []string{"mesh.mod.catalog.tool.lookup", "mesh.mod.catalog.tool.lookup other"} {
+		if why := catalog.Why(Subscribe, plain); len(why) != 0 {
+			t.Errorf("catalog may subscribe %q: %+v", plain, why)
+		}
+	}
+}
+
+// Asked about a tool it serves without its queue group, a module is told the group it must use.
+func TestNearestNamesTheQueueGroup(t *testing.T) {
+	p, _ := compileArchive(t, "testdata/small.txtar")
+	catalog := user(t, p, "mod.anchor.catalog")
+	for subject, want := range map[string]string{
+		"mesh.mod.catalog.tool.lookup":       `only as a subscription in queue group catalog (ask about "mesh.mod.catalog.tool.lookup catalog")`,
+		"mesh.mod.catalog.tool.lookup other": "only in queue group catalog, not other",
+	} {
+		if _, why, ok := catalog.Nearest(Subscribe, subject); !ok || !strings.Contains(why, want) {
+			t.Errorf("%s: %q, want %q", subject, why, want)
+		}
 	}
 }
 

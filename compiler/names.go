@@ -25,11 +25,18 @@ func ModuleUserName(node, module string) string { return "mod." + node + "." + m
 func EnrolmentUser(node string) string          { return "enrol." + node }
 func PersonUserName(person string) string       { return "person." + person }
 
-// AccountName is the account a user other than the controller lives in when the mesh gives each
-// principal its own: the username itself, so a tool server reading the caller's account in the
-// Nats-Request-Info header reads the caller. A derived username holds letters, digits, '-' and
-// '.' only, and a mesh's name holds no '.', so no derived account can take the mesh's name.
+// AccountName is the account a machine, an enrolling machine or a person lives in when the mesh
+// gives each principal its own: the username itself, so a tool server reading the caller's
+// account in the Nats-Request-Info header reads the caller. A derived username holds letters,
+// digits, '-' and '.' only, and a mesh's name holds no '.', so no derived account can take the
+// mesh's name.
 func AccountName(user string) string { return user }
+
+// ModuleAccount is the account every instance of a module lives in when the mesh gives each
+// principal its own: one account per module, so the instances' queue subscriptions to the
+// module's tools compete inside it and a call is served once (docs/nats.md, "One account per
+// module"). Two tokens, where a module instance's username has three, so it is no user's name.
+func ModuleAccount(module string) string { return "mod." + module }
 
 // The subjects.
 
@@ -41,6 +48,24 @@ func SeatEvent(seat, event string) string { return "mesh.seat." + seat + ".event
 
 // Tool is the subject a module's tool is served on.
 func Tool(module, tool string) string { return "mesh.mod." + module + ".tool." + tool }
+
+// ToolQueue is the queue group every instance of a module serves the module's tools in. A
+// module's user may subscribe its tools only in this group (QueueGrant), so every call goes to
+// one instance, whichever machines the module runs on, and the load is spread among them
+// (docs/catalogue.md, "Serving a tool").
+func ToolQueue(module string) string { return module }
+
+// QueueGrant is a subscribe permission the server reads as "subject, in queue group queue only":
+// the subject, a space, the queue. A plain subscription to the subject is refused, and so is one
+// in another group.
+func QueueGrant(subject, queue string) string { return subject + " " + queue }
+
+// SplitQueue splits a subscribe permission into its subject and its queue group, "" for a
+// permission that allows any subscription to the subject.
+func SplitQueue(permission string) (subject, queue string) {
+	subject, queue, _ = strings.Cut(permission, " ")
+	return subject, queue
+}
 
 // Work is the subject work of one kind is submitted to a seat on.
 func Work(seat, kind string) string { return "mesh.seat." + seat + ".accept." + kind }
@@ -69,6 +94,19 @@ func Inbox(user string) string { return InboxPrefix(user) + ".>" }
 // the NATS CLI's --inbox-prefix): the only replies its grant lets it subscribe. A client on the
 // library's default prefix is refused its first subscription (docs/nats.md, "Inbox prefixes").
 func InboxPrefix(user string) string { return "_INBOX." + user }
+
+// SiblingInboxes are the inboxes of every instance of a module, on any machine: where an instance
+// answers a sibling's call to the module's own tool, when the mesh gives each module an account.
+func SiblingInboxes(module string) string { return Inbox(ModuleUserName("*", module)) }
+
+// ServiceReplies are the reply subjects the server gives a request that crossed into another
+// account through an import, `_R_.<account's prefix>.<random>`: the only replies a call from
+// another account carries (docs/nats.md, "Answering calls without allow_responses").
+const ServiceReplies = ServiceRepliesPrefix + ">"
+
+// ServiceRepliesPrefix begins every reply the server gives a request crossing an import; a
+// client may not give one as a reply itself.
+const ServiceRepliesPrefix = "_R_."
 
 // DeliverNodes is where a machine's declaration consumer pushes to.
 func DeliverNodes(node string) string { return "_DELIVER.NODES." + node }
@@ -110,8 +148,12 @@ func AckV2(stream, consumer string) string {
 	return "$JS.ACK.*.*." + stream + "." + consumer + ".*.*.*.*.>"
 }
 
-// AllAcks is every ack subject of every consumer, in both forms.
-const AllAcks = "$JS.ACK.>"
+// JetStreamSubjects are every JetStream API and ack subject: what the mesh's account exports, as
+// one service answered by a stream, for the pulls, consumer info and acks other accounts import.
+// One export, because the server drops a message that would cross one export twice: an answer a
+// pull or an ack sent back into a module's account cannot then cross into a sibling instance's
+// pull (docs/nats.md, "One account per module").
+const JetStreamSubjects = "$JS.>"
 
 // JetStreamInfo is the JetStream API's account-info request. An account without JetStream must
 // import it from the account that has it, or the server answers every request of its users twice
@@ -213,7 +255,11 @@ const EveryTool = "*"
 // Emitted returns every subject a catalogue's declarations publish events on: each module's own
 // events and each declared seat's, mapped to a short description of who emits it.
 func Emitted(ix *catalogue.Index) map[string]string {
-	out := map[string]string{}
+	n := 0
+	for _, m := range ix.Catalogue.Modules {
+		n += len(m.Emits)
+	}
+	out := make(map[string]string, n)
 	for _, m := range ix.Catalogue.Modules {
 		if ix.Modules[m.Name.Value] != m {
 			continue

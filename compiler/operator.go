@@ -61,9 +61,12 @@ func (p *Plan) accounts() []Account {
 	if len(p.Accounts) > 0 {
 		return p.Accounts
 	}
-	mesh := Account{Name: p.Account, JetStream: true}
-	for _, u := range p.Users {
-		mesh.Users = append(mesh.Users, u.Name)
+	mesh := *p.MeshAccount()
+	if len(mesh.Users) == 0 {
+		// A plan not from the compiler: its users, with no limits derived.
+		for _, u := range p.Users {
+			mesh.Users = append(mesh.Users, u.Name)
+		}
 	}
 	return []Account{mesh}
 }
@@ -205,7 +208,7 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 			}
 		}
 		every := slices.ContainsFunc(grants, func(g string) bool { return Covers(g, everyTool) })
-		j := Account{Name: a.Name, JetStream: a.JetStream, Users: a.Users}
+		j := Account{Name: a.Name, JetStream: a.JetStream, Users: a.Users, Limits: a.Limits, JetStreamLimits: a.JetStreamLimits}
 		seen := map[string]bool{}
 		for _, e := range a.Exports {
 			if m := toolModule(e.Subject); m != "" && e.Kind == ServiceExport {
@@ -216,6 +219,7 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 			}
 			j.Exports = append(j.Exports, e)
 		}
+		j.Exports = withoutContained(j.Exports)
 		seenImport := map[Import]bool{}
 		for _, i := range a.Imports {
 			if m := toolModule(i.Subject); m != "" && i.Kind == ServiceExport {
@@ -241,7 +245,8 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 	}
 	hubs := make([]Account, (len(serving)+HubShare-1)/HubShare)
 	for k := range hubs {
-		hubs[k] = Account{Name: ToolHubAccount(k + 1), Exports: []Export{{Kind: ServiceExport, Subject: everyTool}}}
+		hubs[k] = Account{Name: ToolHubAccount(k + 1), Exports: []Export{{Kind: ServiceExport, Subject: everyTool}},
+			Limits: AccountLimits{NoLeafnodes: true}}
 	}
 	for _, name := range slices.Sorted(maps.Keys(serving)) {
 		h := &hubs[hubOf(name, len(hubs))]
@@ -255,6 +260,23 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 		}
 	}
 	return sortedJWT(append(out, hubs...))
+}
+
+// withoutContained drops each export another export of its kind contains: a JWT refuses exports
+// contained in one another, where an accounts file takes them. The one there is the mesh
+// account's $JS.API.INFO, exported as a singleton beside $JS.>'s stream of answers; in operator
+// mode its importers reach it through $JS.>, and an INFO's answer is held as a pull's is (until the
+// server's response threshold: docs/nats.md, "Limits and floods").
+func withoutContained(exports []Export) []Export {
+	out := exports[:0:0]
+	for _, e := range exports {
+		if !slices.ContainsFunc(exports, func(o Export) bool {
+			return o.Kind == e.Kind && o.Subject != e.Subject && Covers(o.Subject, e.Subject)
+		}) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // hubOf is the hub a serving account's tools go through: a hash of its name, so a module added
@@ -280,16 +302,41 @@ func sortedJWT(accounts []Account) []Account {
 	return accounts
 }
 
-// accountLimits are an account's limits: JetStream for the mesh's account alone, which holds the
-// streams (an account with JetStream of its own answers its users' pulls from an empty store:
-// docs/nats.md, "Accounts, exports and imports"). Everything else is unlimited until the
-// catalogue says otherwise: this is where per-account limits are mapped onto the JWT's.
+// accountLimits are an account's limits as its JWT says them: the same the accounts file gives it
+// (limits.go; docs/catalogue.md, "Limits and their defaults"), and JetStream for the mesh's
+// account alone, which holds the streams (an account with JetStream of its own answers its
+// users' pulls from an empty store: docs/nats.md, "Accounts, exports and imports"). One more
+// connection than its users' is room for apply's probe, which connects to every account it
+// pushes (a bus whose users hold every connection they may would otherwise fail the probe). A
+// tool hub has no users and takes only the probe.
 func accountLimits(a Account) jwt.OperatorLimits {
 	l := jwt.NewAccountClaims("A").Limits
+	if a.Limits.Connections > 0 || a.Limits.NoLeafnodes { // derived (a plan not from the compiler has none)
+		l.Conn = a.Limits.Connections + 1
+	}
+	if a.Limits.Subscriptions > 0 {
+		l.Subs = a.Limits.Subscriptions
+	}
+	if a.Limits.Payload > 0 {
+		l.Payload = a.Limits.Payload
+	}
+	if a.Limits.NoLeafnodes {
+		l.LeafNodeConn = 0
+	}
 	if a.JetStream {
-		l.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
+		js := a.JetStreamLimits
+		l.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: orNoLimit(js.MaxMemory), DiskStorage: orNoLimit(js.MaxFile),
+			Streams: orNoLimit(js.MaxStreams), Consumer: orNoLimit(js.MaxConsumers)}
 	}
 	return l
+}
+
+// orNoLimit is a derived limit as a JWT says it: zero (not set) and -1 are both no limit.
+func orNoLimit(n int64) int64 {
+	if n <= 0 {
+		return jwt.NoLimit
+	}
+	return n
 }
 
 // userLimits are a user's connection limits, none: this is where per-user limits are mapped onto

@@ -25,8 +25,12 @@ type Plan struct {
 	Consumers []Consumer
 	// Accounts is empty when every user lives in Account (isolation: shared-account). With
 	// isolation: account-per-module it holds Account first (JetStream, the controller, and what
-	// it exports), then one account per other user, in the order of Users.
+	// it exports), then one account per module (its instances') and one per other user, in the
+	// order their first user comes in Users.
 	Accounts []Account
+	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
+	// may call it: what a tool server checks a caller against.
+	Tools []ServedTool
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 	// Operator is set when the mesh runs in operator mode (auth: operator): the recorded public
@@ -35,6 +39,9 @@ type Plan struct {
 	// Catalogue is mesh.yaml's id: which catalogue of the mesh this is, in every object's mark.
 	// "" when mesh.yaml has none: the mark then names the mesh alone.
 	Catalogue string
+
+	// shared is the one account of a shared-account mesh, with its limits (MeshAccount).
+	shared Account
 
 	// checked is set by Check when the plan passes it.
 	checked bool
@@ -174,7 +181,7 @@ type User struct {
 	Grants Grants
 	// NKey is the recorded nkey public key when the mesh uses nkeys, or "".
 	NKey string
-	// Account is the account the user lives in: the plan's Account, or its own.
+	// Account is the account the user lives in: the plan's Account, its module's, or its own.
 	Account string
 	// SigningKey is the recorded public key of the user's own scoped signing key in operator
 	// mode, or "": its account's JWT lists it with the user's permissions as its template.

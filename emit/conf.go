@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -90,7 +91,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
 	if len(p.Accounts) == 0 {
-		writeAccount(&b, compiler.Account{Name: p.Account, JetStream: true}, p.Users)
+		writeAccount(&b, *p.MeshAccount(), p.Users)
 	} else {
 		byAccount := map[string][]compiler.User{}
 		for _, u := range p.Users {
@@ -110,9 +111,7 @@ func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
 	b.WriteString("  ")
 	writeQuoted(b, a.Name)
 	b.WriteString(" {\n")
-	if a.JetStream {
-		b.WriteString("    jetstream: enabled\n")
-	}
+	writeLimits(b, a)
 	b.WriteString("    users = [\n")
 	for _, u := range users {
 		if u.Credential() == "" {
@@ -157,6 +156,42 @@ func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
 	b.WriteString("  }\n")
 }
 
+// writeLimits writes what the account may hold (compiler/limits.go): its JetStream limits when it
+// has JetStream, and its users' connections, subscriptions and payload. Each on one line, so a
+// mesh of many accounts grows by a line an account. A JetStream map enables JetStream as
+// `enabled` does, with -1 (no limit) for what it leaves out (server/opts.go).
+func writeLimits(b *bytes.Buffer, a compiler.Account) {
+	if js := a.JetStreamLimits; a.JetStream && js.MaxStreams > 0 {
+		b.WriteString("    jetstream: {max_streams: ")
+		b.WriteString(strconv.FormatInt(js.MaxStreams, 10))
+		b.WriteString(", max_consumers: ")
+		b.WriteString(strconv.FormatInt(js.MaxConsumers, 10))
+		if js.MaxFile > 0 {
+			b.WriteString(", max_file: ")
+			b.WriteString(strconv.FormatInt(js.MaxFile, 10))
+		}
+		if js.MaxMemory > 0 {
+			b.WriteString(", max_mem: ")
+			b.WriteString(strconv.FormatInt(js.MaxMemory, 10))
+		}
+		b.WriteString("}\n")
+	} else if a.JetStream {
+		b.WriteString("    jetstream: enabled\n")
+	}
+	if l := a.Limits; l.Connections > 0 {
+		b.WriteString("    limits: {max_connections: ")
+		b.WriteString(strconv.FormatInt(l.Connections, 10))
+		b.WriteString(", max_subscriptions: ")
+		b.WriteString(strconv.FormatInt(l.Subscriptions, 10))
+		b.WriteString(", max_payload: ")
+		b.WriteString(strconv.FormatInt(l.Payload, 10))
+		if l.NoLeafnodes {
+			b.WriteString(", max_leafnodes: 0")
+		}
+		b.WriteString("}\n")
+	}
+}
+
 // writeInline writes a list of one on its line, and a longer one an entry a line, so a module
 // added changes one line of each export it imports from.
 func writeInline(b *bytes.Buffer, in string, list []string) {
@@ -178,13 +213,27 @@ func writeInline(b *bytes.Buffer, in string, list []string) {
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
 // as it grows: each user's strings, plus the indentation and keys around them.
 func sizeHint(p *compiler.Plan) int {
-	n := len(header) + 128
+	n := len(header) + 128 + 128*len(p.Accounts)
 	for _, u := range p.Users {
 		n += 256 + len(u.Name) + len(u.Hash)
 		for _, list := range [][]string{u.Publish.Allow, u.Publish.Deny, u.Subscribe.Allow, u.Subscribe.Deny} {
 			for _, s := range list {
 				n += 20 + len(s)
 			}
+		}
+	}
+	// An isolated mesh's exports and imports: as much again as its users at 10,000 modules, so
+	// counted rather than left to the buffer's doubling.
+	for _, a := range p.Accounts {
+		n += 64 + len(a.Name)
+		for _, e := range a.Exports {
+			n += 48 + len(e.Subject)
+			for _, to := range e.Accounts {
+				n += 12 + len(to)
+			}
+		}
+		for _, i := range a.Imports {
+			n += 48 + len(i.Account) + len(i.Subject)
 		}
 	}
 	return n
@@ -270,6 +319,16 @@ func confQuote(s string) string {
 func writeQuoted(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
+		// What needs no escape goes in one write: nearly every subject is all of it, and a
+		// write per byte was a tenth of rendering a large mesh (BENCHMARKS.md).
+		j := i
+		for j < len(s) && unescaped(s[j]) {
+			j++
+		}
+		b.WriteString(s[i:j])
+		if i = j; i == len(s) {
+			break
+		}
 		c := s[i]
 		switch {
 		case c == '\\':
@@ -284,8 +343,6 @@ func writeQuoted(b *bytes.Buffer, s string) {
 			b.WriteString(`\t`)
 		case c < 0x20 || c == 0x7f:
 			fmt.Fprintf(b, `\x%02x`, c)
-		case c < utf8.RuneSelf:
-			b.WriteByte(c)
 		default:
 			r, n := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && n == 1 {
@@ -299,4 +356,10 @@ func writeQuoted(b *bytes.Buffer, s string) {
 		i++
 	}
 	b.WriteByte('"')
+}
+
+// unescaped reports whether the config format takes byte c as it is inside a quoted string:
+// printable ASCII other than the quote and the backslash.
+func unescaped(c byte) bool {
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
 }

@@ -49,7 +49,7 @@ func testPlan() *compiler.Plan {
 				Subscribe: allow("_DELIVER.NODES.anchor", "_INBOX.node.anchor.>")},
 			{Name: "mod.anchor.catalog", Kind: compiler.KindModule, Hash: recorded[2],
 				Publish:        allow("mesh.mod.catalog.event.upgraded"),
-				Subscribe:      allow("_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup"),
+				Subscribe:      allow("_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup catalog"),
 				AllowResponses: true},
 			{Name: "enrol.laptop", Kind: compiler.KindEnrolment, Hash: recorded[3],
 				Publish:   allow("mesh.control.enrol.laptop"),
@@ -77,6 +77,9 @@ func testPlan() *compiler.Plan {
 				MaxDeliver: -1, FilterSubjects: []string{"mesh.control.enrol.*"}}},
 			{Stream: "EVENTS", Config: jetstream.ConsumerConfig{Durable: "mesh-controller", AckPolicy: jetstream.AckExplicitPolicy,
 				FilterSubjects: []string{"mesh.mod.catalog.event.upgraded"}}},
+		},
+		Tools: []compiler.ServedTool{
+			{Subject: "mesh.mod.catalog.tool.lookup", Module: "catalog", Queue: "catalog", Account: "novox", Callers: []string{"novox"}},
 		},
 	}
 }
@@ -297,12 +300,21 @@ func TestPlanJSON(t *testing.T) {
 		}
 	}
 
+	// The served tools come back as they went in: a tool server reads its callers from here.
+	read, err := ReadPlanJSON(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(read.Tools, testPlan().Tools) || read.ServedTool("mesh.mod.catalog.tool.lookup") == nil {
+		t.Errorf("tools read back %+v, want %+v", read.Tools, testPlan().Tools)
+	}
+
 	// An empty plan is empty lists, not null.
 	out, err = PlanJSON(&compiler.Plan{Account: "novox"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "{\n  \"streams\": [],\n  \"consumers\": []\n}\n"; string(out) != want {
+	if want := "{\n  \"streams\": [],\n  \"consumers\": [],\n  \"tools\": []\n}\n"; string(out) != want {
 		t.Errorf("empty plan: got %q, want %q", out, want)
 	}
 }

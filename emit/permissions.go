@@ -10,6 +10,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -38,20 +41,33 @@ func Permissions(p *compiler.Plan) []byte {
 			b.WriteString(subject)
 			b.WriteString(" |\n")
 		}
+		// A subject's row writes its code span straight into the file: a string per row was
+		// most of what the review allocated.
+		subjectRow := func(may, subject string) {
+			b.WriteString(prefix)
+			b.WriteString(may)
+			b.WriteString(" | ")
+			writeCode(&b, subject)
+			b.WriteString(" |\n")
+		}
 		if u.Credential() == "" {
 			row("**no recorded hash**", "not in accounts.conf until `meshc mint "+cell(u.Name)+"`")
 		}
 		for _, s := range u.Publish.Allow {
-			row("publish", code(s))
+			subjectRow("publish", s)
 		}
 		for _, s := range u.Publish.Deny {
-			row("never publish", code(s))
+			subjectRow("never publish", s)
 		}
 		for _, s := range u.Subscribe.Allow {
-			row("subscribe", code(s))
+			if subject, queue := compiler.SplitQueue(s); queue != "" {
+				row("subscribe", code(subject)+" in queue group "+code(queue)+" only")
+				continue
+			}
+			subjectRow("subscribe", s)
 		}
 		for _, s := range u.Subscribe.Deny {
-			row("never subscribe", code(s))
+			subjectRow("never subscribe", s)
 		}
 		if u.AllowResponses {
 			row("reply", "once, to a request it received (`allow_responses`)")
@@ -62,21 +78,26 @@ func Permissions(p *compiler.Plan) []byte {
 		reviewAccounts(&b, p)
 	}
 
-	streams := slices.Clone(p.Streams)
-	slices.SortStableFunc(streams, func(a, b compiler.Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
+	// A checked plan is in this order already (compiler.Plan.Check): copying and sorting tens of
+	// thousands of consumers again is only for a plan made some other way.
+	streams, consumers := p.Streams, p.Consumers
+	if !p.Checked() {
+		streams = slices.Clone(p.Streams)
+		slices.SortStableFunc(streams, func(a, b compiler.Stream) int { return cmp.Compare(a.Config.Name, b.Config.Name) })
+		consumers = slices.Clone(p.Consumers)
+		slices.SortStableFunc(consumers, func(a, b compiler.Consumer) int {
+			return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
+		})
+	}
 	b.WriteString("\n## Streams\n\n")
-	b.WriteString("| stream | subjects | retention | storage | max age | max msgs per subject | replicas |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| stream | subjects | retention | storage | max age | max msgs per subject | max bytes | max msg size | when full | replicas |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range streams {
 		c := s.Config
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %d |\n", code(c.Name), codes(c.Subjects),
-			c.Retention, c.Storage, maxAge(c.MaxAge), limit(c.MaxMsgsPerSubject), c.Replicas)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", code(c.Name), codes(c.Subjects),
+			c.Retention, c.Storage, maxAge(c.MaxAge), limit(c.MaxMsgsPerSubject), size(c.MaxBytes), size(int64(c.MaxMsgSize)), whenFull(c.Discard), c.Replicas)
 	}
 
-	consumers := slices.Clone(p.Consumers)
-	slices.SortStableFunc(consumers, func(a, b compiler.Consumer) int {
-		return cmp.Or(cmp.Compare(a.Stream, b.Stream), cmp.Compare(compiler.ConsumerName(a.Config), compiler.ConsumerName(b.Config)))
-	})
 	b.WriteString("\n## Consumers\n\n")
 	b.WriteString("| stream | consumer | delivery | filters | ack wait | max deliver |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
@@ -93,45 +114,127 @@ func Permissions(p *compiler.Plan) []byte {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", code(c.Stream), code(compiler.ConsumerName(cc)), delivery,
 			codes(filters), duration(cc.AckWait), limit(int64(cc.MaxDeliver)))
 	}
+	reviewLimits(&b, p)
 	return b.Bytes()
+}
+
+// reviewLimits says what each account may hold (compiler/limits.go): the mesh's account, and a
+// principal's when each has its own — the same for each, so said once rather than per account.
+func reviewLimits(b *bytes.Buffer, p *compiler.Plan) {
+	mesh := p.MeshAccount()
+	if mesh.Limits.Connections == 0 {
+		return
+	}
+	b.WriteString("\n## Limits\n\n")
+	b.WriteString("| account | connections | subscriptions per connection | largest message | streams | consumers per stream | on disk | in memory | leafnodes |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	row := func(name string, a *compiler.Account) {
+		l, js := a.Limits, a.JetStreamLimits
+		stores := "no JetStream | | | "
+		if a.JetStream {
+			stores = fmt.Sprintf("%d | %d | %s | %s | ", js.MaxStreams, js.MaxConsumers, size(js.MaxFile), size(js.MaxMemory))
+		}
+		leafnodes := "unlimited"
+		if l.NoLeafnodes {
+			leafnodes = "none"
+		}
+		fmt.Fprintf(b, "| %s | %d | %d | %s | %s%s |\n", name, l.Connections, l.Subscriptions, size(l.Payload), stores, leafnodes)
+	}
+	row(code(mesh.Name), mesh)
+	defer fmt.Fprintf(b, "\nA pull waits at most %s (every pull consumer's max_expires).\n", compiler.MaxPullExpires)
+	if len(p.Accounts) > 1 {
+		a := &p.Accounts[1]
+		row(fmt.Sprintf("each other (%d), per user", len(p.Accounts)-1), &compiler.Account{Limits: compiler.AccountLimits{
+			Connections: a.Limits.Connections / int64(max(len(a.Users), 1)), Subscriptions: a.Limits.Subscriptions, Payload: a.Limits.Payload, NoLeafnodes: a.Limits.NoLeafnodes}})
+	}
+}
+
+// size shows a byte limit, -1 and 0 as the API's "unlimited".
+func size(n int64) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return catalogue.Bytes(n)
+}
+
+// whenFull says what a full stream does with a new message.
+func whenFull(d jetstream.DiscardPolicy) string {
+	if d == jetstream.DiscardNew {
+		return "refuses new"
+	}
+	return "drops oldest"
 }
 
 // reviewAccounts writes the accounts of an isolated mesh: each account's users, and one row per
 // export and import, so a grant that reaches another account shows as the import it became.
 func reviewAccounts(b *bytes.Buffer, p *compiler.Plan) {
 	b.WriteString("\n## Accounts\n\n")
-	b.WriteString("Every user but the controller has an account of its own; a subject crosses between accounts only as an export and\n")
-	b.WriteString("the matching import, and an account's imports are exactly its user's grants.\n\n")
+	b.WriteString("A module's instances share the module's account, where they serve its tools in one queue group; every other user\n")
+	b.WriteString("but the controller has an account of its own. A subject crosses between accounts only as an export and the matching\n")
+	b.WriteString("import, and an account's imports are exactly its users' grants.\n\n")
 	b.WriteString("| account | what | kind | subject | with |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range p.Accounts {
+		// The account's cell once, then each row written piece by piece: an isolated mesh of
+		// 10,000 modules has over a hundred thousand import rows.
 		prefix := "| " + code(a.Name) + " | "
 		if a.JetStream {
-			b.WriteString(prefix + "JetStream | | | |\n")
+			b.WriteString(prefix)
+			b.WriteString("JetStream | | | |\n")
 		}
 		for _, u := range a.Users {
-			b.WriteString(prefix + "user | | " + code(u) + " | |\n")
+			b.WriteString(prefix)
+			b.WriteString("user | | ")
+			writeCode(b, u)
+			b.WriteString(" | |\n")
 		}
 		for _, e := range a.Exports {
-			kind := string(e.Kind)
+			b.WriteString(prefix)
+			b.WriteString("exports | ")
+			b.WriteString(string(e.Kind))
 			if e.ResponseStream {
-				kind += ", answered by a stream"
+				b.WriteString(", answered by a stream")
 			}
+			b.WriteString(" | ")
+			writeCode(b, e.Subject)
 			// The importers are each listed with their import below; a long list here would be
 			// one line every added module changes.
-			to := fmt.Sprintf("to the %d accounts importing it", len(e.Accounts))
 			if len(e.Accounts) <= 3 {
-				to = "to " + codes(e.Accounts)
+				b.WriteString(" | to ")
+				b.WriteString(codes(e.Accounts))
+			} else {
+				fmt.Fprintf(b, " | to the %d accounts importing it", len(e.Accounts))
 			}
-			b.WriteString(prefix + "exports | " + kind + " | " + code(e.Subject) + " | " + to + " |\n")
+			b.WriteString(" |\n")
 		}
 		for _, i := range a.Imports {
-			b.WriteString(prefix + "imports | " + string(i.Kind) + " | " + code(i.Subject) + " | from " + code(i.Account) + " |\n")
+			b.WriteString(prefix)
+			b.WriteString("imports | ")
+			b.WriteString(string(i.Kind))
+			b.WriteString(" | ")
+			writeCode(b, i.Subject)
+			b.WriteString(" | from ")
+			writeCode(b, i.Account)
+			b.WriteString(" |\n")
 		}
 	}
 }
 
 func reviewSizeHint(p *compiler.Plan) int {
 	n := 4096 + 160*(len(p.Streams)+len(p.Consumers))
+	for _, a := range p.Accounts {
+		// One row per user, export and import, each repeating the account's cell.
+		rows := 1 + len(a.Users) + len(a.Exports) + len(a.Imports)
+		n += rows * (len(a.Name) + 48)
+		for _, i := range a.Imports {
+			n += len(i.Subject) + len(i.Account)
+		}
+		for _, e := range a.Exports {
+			n += len(e.Subject) + 64
+		}
+		for _, u := range a.Users {
+			n += len(u)
+		}
+	}
 	for _, u := range p.Users {
 		// Each row repeats the user's two cells and adds its subject: sized, not guessed, since
 		// an overestimate is megabytes allocated for nothing at 10,000 modules.
@@ -162,6 +265,18 @@ func code(s string) string {
 		s = strings.ReplaceAll(s, "`", `\x60`)
 	}
 	return "`" + strings.ReplaceAll(s, "|", `\|`) + "`"
+}
+
+// writeCode writes code(s) into b without making a string of it first, for the rows an isolated
+// mesh has by the hundred thousand.
+func writeCode(b *bytes.Buffer, s string) {
+	if s == "" || !plainASCII(s) {
+		b.WriteString(code(s))
+		return
+	}
+	b.WriteByte('`')
+	b.WriteString(s)
+	b.WriteByte('`')
 }
 
 // cell is plain text made safe for one table cell.

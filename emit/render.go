@@ -46,6 +46,10 @@ func (r Rendered) Files() []struct {
 // Render renders the three golden files of a plan at once: each only reads the plan, and on a
 // large mesh each takes a noticeable share of `meshc emit`, so they share the machine's cores.
 func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {
+	// Checked here, before the renderings share the plan: checking sorts it.
+	if err := checked(p); err != nil {
+		return Rendered{}, err
+	}
 	var r Rendered
 	var accountsErr, planErr error
 	var wg sync.WaitGroup

@@ -36,7 +36,9 @@ type subjectSet struct {
 }
 
 func newSubjectSet(subjects []string) *subjectSet {
-	s := &subjectSet{exact: map[string]bool{}, prefixes: map[string]bool{}, starred: map[string]bool{}}
+	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
+	// thousands, and growing the maps step by step rehashed them over and over.
+	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: make(map[string]bool, len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
 		for i := range len(sub) {
@@ -74,8 +76,9 @@ type filterSet struct {
 	starred []string
 }
 
-func newFilterSet() *filterSet {
-	return &filterSet{exact: map[string]bool{}, wide: map[string]bool{}}
+// newFilterSet makes a set for about n filters.
+func newFilterSet(n int) *filterSet {
+	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -110,7 +113,13 @@ func (l *linter) checkAgreement() {
 	ix := l.ix
 	emitted := compiler.Emitted(ix)
 	published := newSubjectSet(sortedKeys(emitted))
-	heard := newFilterSet()
+	// Sized once, as the sets above: on a large catalogue these maps hold hundreds of thousands.
+	consumes, tools := 0, 0
+	for _, m := range ix.Catalogue.Modules {
+		consumes += len(m.Consumes)
+		tools += len(m.Tools)
+	}
+	heard := newFilterSet(consumes)
 
 	for _, m := range ix.Catalogue.Modules {
 		if !l.canonical(m) {
@@ -124,7 +133,7 @@ func (l *linter) checkAgreement() {
 		l.checkConsume(f, "the controller follows", published, heard)
 	}
 
-	served := map[string]bool{}
+	served := make(map[string]bool, tools)
 	for _, m := range ix.Catalogue.Modules {
 		if l.canonical(m) {
 			for _, t := range m.Tools {

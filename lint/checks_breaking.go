@@ -48,6 +48,29 @@ type Against struct {
 	// BasePos shows a base position to a reader (the base's files are not in the working tree:
 	// `HEAD~1:modules/x.yaml`). Nil leaves positions as they are.
 	BasePos func(catalogue.Pos) catalogue.Pos
+	// Compared, when set, is what a caller that shows it too (the pull-request review) already
+	// computed from Base and Head, so Breaks does not compute it a second time. Nil: Breaks does.
+	Compared *Compared
+}
+
+// Compared is the comparison of two plans that the breaking rules read.
+type Compared struct {
+	// Changes is change.Diff(change.Applied(Base.Plan), Head.Plan, …), with or without Prune:
+	// the streams it replaces are the same either way.
+	Changes change.Changes
+	// Users is compiler.CompareUsers(Base.Plan, Head.Plan), its grants' sources as compiled.
+	Users []compiler.UserChange
+}
+
+// compared is a.Compared, computed when the caller gave none.
+func (a Against) compared() *Compared {
+	if a.Compared != nil {
+		return a.Compared
+	}
+	return &Compared{
+		Changes: change.Diff(change.Applied(a.Base.Plan), a.Head.Plan, change.DiffOptions{}),
+		Users:   compiler.CompareUsers(a.Base.Plan, a.Head.Plan),
+	}
 }
 
 // replacement is why a stream must be replaced: the settings the server cannot change in place,
@@ -57,7 +80,7 @@ type replacement struct{ fields, from, to string }
 // replaced names the streams the server cannot change in place from base to head, with the
 // settings that force it: the change model's replace table decides, and lint keeps no second.
 func (a Against) replaced() map[string]replacement {
-	cs := change.Diff(change.Applied(a.Base.Plan), a.Head.Plan, change.DiffOptions{})
+	cs := a.Compared.Changes
 	out := map[string]replacement{}
 	for _, c := range cs.Items {
 		if c.Kind != change.KindStream || c.Action != change.Replace {
@@ -135,6 +158,7 @@ func Breaks(a Against) []Break {
 	if a.BasePos == nil {
 		a.BasePos = func(p catalogue.Pos) catalogue.Pos { return p }
 	}
+	a.Compared = a.compared()
 	var out []Break
 	out = append(out, replays(a)...)
 	out = append(out, retentionCuts(a)...)
@@ -411,7 +435,7 @@ func limit[T int64 | time.Duration](v T) string {
 // the plan's "users added", not a second look.
 func widenings(a Against) []Break {
 	var out []Break
-	for _, uc := range compiler.CompareUsers(a.Base.Plan, a.Head.Plan) {
+	for _, uc := range a.Compared.Users {
 		if !uc.Widened() {
 			continue
 		}

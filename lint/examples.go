@@ -391,6 +391,31 @@ emits: [built]
 module: catalog
 consumes: [builder.built]
 `},
+	ruleForgeableEvents: {
+		Before: `-- mesh.yaml --
+name: novox
+isolation: shared-account    # every user in one account
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`,
+		After: `-- mesh.yaml --
+name: novox
+isolation: account-per-module
+-- modules/catalog.yaml --
+module: catalog
+tools: [lookup]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [catalog]}
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+`},
 	compiler.RuleUserDuplicate: {
 		Before: `-- mesh.yaml --
 name: novox
@@ -407,6 +432,47 @@ module: catalog
 -- inventory.yaml --
 nodes:
   - {name: anchor, runs: [catalog]}
+`},
+	compiler.RuleStreamCapacity: {
+		Before: `-- mesh.yaml --
+name: novox
+limits: {max-streams: 3}   # EVENTS, CONTROL, NODES and apply's bucket are four
+-- modules/registry.yaml --
+module: registry
+`,
+		After: `-- mesh.yaml --
+name: novox
+-- modules/registry.yaml --
+module: registry
+`},
+	compiler.RuleConsumerCapacity: {
+		Before: `-- mesh.yaml --
+name: novox
+limits: {max-consumers: 1}   # CONTROL alone has two: reports and enrolments
+-- modules/registry.yaml --
+module: registry
+`,
+		After: `-- mesh.yaml --
+name: novox
+-- modules/registry.yaml --
+module: registry
+`},
+	compiler.RuleLimitTooLow: {
+		Before: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-bytes: 10485760}   # 10,000 events of one subject, up to 16 KiB each, need 156 MiB
+-- modules/registry.yaml --
+module: registry
+emits: [image.pushed]
+`,
+		After: `-- mesh.yaml --
+name: novox
+streams:
+  events: {max-bytes: 10485760, max-msgs-per-subject: 100, max-msg-size: 16384}
+-- modules/registry.yaml --
+module: registry
+emits: [image.pushed]
 `},
 	compiler.RuleCredentialMissing: {
 		Before: `-- mesh.yaml --

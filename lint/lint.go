@@ -55,6 +55,8 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 	l.checkInventory()
 	l.checkCredentials()
 	l.checkKeys()
+	// The mode the mesh runs in: what its people can do with an answer.
+	l.checkIsolation()
 
 	// stream-overlap, user-duplicate and credential-missing need the compiled plan: the
 	// compiler reports them, so lint never derives a second plan that could disagree.

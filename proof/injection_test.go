@@ -31,7 +31,7 @@ func TestInjections(t *testing.T) {
 			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
 				// notifier may pull its own consumer; registry serves prune, which notifier may not call.
 				event := b.connect(t, "mod.anchor.catalog").publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
-				prune := b.connect(t, "mod.anchor.registry").subscribes(t, "mesh.mod.registry.tool.prune")
+				prune := b.connect(t, "mod.anchor.registry").servesSync(t, "mesh.mod.registry.tool.prune")
 				notifier := b.connect(t, "mod.laptop.notifier")
 				notifier.requestsWithReply(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier", "mesh.mod.registry.tool.prune", `{"batch":1}`)
 				landed(t, lands, prune, event)
@@ -92,7 +92,7 @@ func TestInjections(t *testing.T) {
 				b.connect(t, "mod.laptop.builder").publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
 				// A tool that answers with an empty body: a purge request of everything.
 				catalog := b.connect(t, "mod.anchor.catalog")
-				if _, err := catalog.nc.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond(nil) }); err != nil {
+				if _, err := catalog.nc.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond(nil) }); err != nil {
 					t.Fatal(err)
 				}
 				catalog.sawNoViolation(t)

@@ -19,6 +19,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/testwait"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
 	"github.com/meshc-dev/meshc/up"
 )
@@ -34,9 +35,10 @@ import (
 // working and the connection having seen no violation at all.
 //
 // It runs in both isolations: the grants and refusals are the users' own and stay inside every
-// account, so an account per principal changes none of them (docs/nats.md, "Accounts, exports and
-// imports"). And it runs in operator mode, where the same grants reach the server as the templates
-// of scoped signing keys in pushed account JWTs (docs/nats.md, "Operator mode").
+// account, so an account per module changes none of them (docs/nats.md, "Accounts, exports and
+// imports"), but for how a tool server answers. And it runs in operator mode, where the same
+// grants reach the server as the templates of scoped signing keys in pushed account JWTs
+// (docs/nats.md, "Operator mode").
 func TestPermissionsOnARealServer(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
@@ -161,6 +163,13 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 		})
 		t.Run("a module announcing the event of a seat it does not hold", func(t *testing.T) {
 			b.connect(t, "mod.anchor.catalog").isRefusedPublishing(t, "mesh.seat.mesh-build-machine.event.built")
+		})
+		t.Run("a module serving its tool outside its module's queue group", func(t *testing.T) {
+			// A plain subscription would see every call beside the instance the queue picks: a
+			// call served twice. Another group would split nothing with its siblings.
+			catalog := b.connect(t, "mod.anchor.catalog")
+			catalog.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
+			catalog.isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "lookup")
 		})
 		t.Run("a module calling a tool it does not declare", func(t *testing.T) {
 			b.connect(t, "mod.laptop.audit").isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
@@ -328,7 +337,8 @@ func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
 type bus struct {
 	url     string
 	running *up.Bus
-	// operator: the mesh runs in operator mode; isolated: with an account per principal.
+	plan    *compiler.Plan
+	// operator: the mesh runs in operator mode; isolated: with an account per module.
 	operator, isolated bool
 }
 
@@ -342,29 +352,32 @@ func startBus(t *testing.T, archive, serverConf, mode string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
 	isolation, op := strings.CutSuffix(mode, operatorMode)
-	cat.Mesh.Isolation.Value = isolation
 	if op {
 		cat.Mesh.Auth.Value = catalogue.AuthOperator
 	}
+	return startCatalogue(t, cat, findings, serverConf, isolation)
+}
+
+// startCatalogue is startBus for a catalogue already loaded: it must lint without an error, as a
+// catalogue `meshc up` runs must.
+func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string) *bus {
+	t.Helper()
+	cat.Mesh.Isolation.Value = isolation
+	findings, plan := lint.Check(cat, loaded)
 	for _, f := range findings {
 		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue is broken: %v", f)
-		}
-	}
-	plan, findings := compiler.Compile(catalogue.NewIndex(cat))
-	for _, f := range findings {
-		if f.Severity == catalogue.Error {
-			t.Fatalf("the proof's catalogue does not compile: %v", f)
+			t.Fatalf("the catalogue does not lint clean: %v", f)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf})
 	if err != nil {
-		t.Fatalf("running the proof's catalogue as meshc up does: %v", err)
+		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
-	return &bus{url: running.URL, running: running, operator: op, isolated: isolation == catalogue.IsolationPerModule}
+	return &bus{url: running.URL, running: running, plan: plan,
+		operator: cat.Mesh.Auth.Value == catalogue.AuthOperator, isolated: isolation == catalogue.IsolationPerModule}
 }
 
 // client is one bus user's connection, remembering every permission violation the server sent it.
@@ -375,6 +388,8 @@ type client struct {
 
 	mu         sync.Mutex
 	violations []string
+	// others are the connection's other asynchronous errors: a limit's refusal.
+	others []error
 }
 
 // connect connects as user with its own inbox prefix, as every mesh client does (a user may only
@@ -387,10 +402,12 @@ func (b *bus) connect(t *testing.T, user string) *client {
 		nats.CustomInboxPrefix("_INBOX."+user),
 		nats.NoReconnect(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
 			if errors.Is(err, nats.ErrPermissionViolation) {
-				c.mu.Lock()
 				c.violations = append(c.violations, err.Error())
-				c.mu.Unlock()
+			} else {
+				c.others = append(c.others, err)
 			}
 		}))
 	if err != nil {
@@ -603,10 +620,23 @@ func (c *client) consumerInfo(t *testing.T, stream, consumer string) *jetstream.
 	return &info.ConsumerInfo
 }
 
-// serves answers every request on a tool subject for the rest of the subtest.
+// servesSync subscribes a tool in its module's queue group, as its grant requires, leaving the
+// calls for the test to read.
+func (c *client) servesSync(t *testing.T, tool string) *nats.Subscription {
+	t.Helper()
+	sub, err := c.nc.QueueSubscribeSync(tool, toolQueue(tool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sawNoViolation(t)
+	return sub
+}
+
+// serves answers every request on a tool subject for the rest of the subtest, subscribed in the
+// queue group of the module serving it, as its grant requires.
 func (c *client) serves(t *testing.T, tool string) {
 	t.Helper()
-	_, err := c.nc.Subscribe(tool, func(m *nats.Msg) {
+	_, err := c.nc.QueueSubscribe(tool, toolQueue(tool), func(m *nats.Msg) {
 		m.Respond([]byte(c.user + " answers " + string(m.Data)))
 	})
 	if err != nil {
@@ -619,6 +649,10 @@ func (c *client) serves(t *testing.T, tool string) {
 		}
 	})
 }
+
+// toolQueue is the queue group a tool's module serves it in: the module's name, the third token
+// of `mesh.mod.<module>.tool.<tool>` (docs/catalogue.md, "Serving a tool").
+func toolQueue(tool string) string { return compiler.ToolQueue(strings.Split(tool, ".")[2]) }
 
 // callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
 func (c *client) callsAndIsAnswered(t *testing.T, tool string) {
@@ -685,16 +719,32 @@ func (c *client) isRefusedSubscribing(t *testing.T, subject string) {
 	c.refused(t, "Subscription", subject)
 }
 
+// isRefusedQueueSubscribing subscribes subject in queue group queue and requires the server's
+// violation for it.
+func (c *client) isRefusedQueueSubscribing(t *testing.T, subject, queue string) {
+	t.Helper()
+	if _, err := c.nc.QueueSubscribeSync(subject, queue); err != nil {
+		t.Fatal(err)
+	}
+	c.violated(t, fmt.Sprintf("Permissions Violation for Subscription to %q using queue %q", subject, queue),
+		"subscription on "+subject+" in queue group "+queue)
+}
+
 // refused waits for the server's "Permissions Violation for <op> to "<subject>"" on this
 // connection. The server sends it before the PONG that ends Flush; the error handler runs on the
 // client's own goroutine a moment later, hence the short wait.
 func (c *client) refused(t *testing.T, op, subject string) {
 	t.Helper()
+	c.violated(t, fmt.Sprintf("Permissions Violation for %s to %q", op, subject), strings.ToLower(op)+" on "+subject)
+}
+
+// violated waits for a violation containing want on this connection; what says what was refused.
+func (c *client) violated(t *testing.T, want, what string) {
+	t.Helper()
 	if err := c.nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := fmt.Sprintf("Permissions Violation for %s to %q", op, subject)
-	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s on %s", c.user, strings.ToLower(op), subject), 3*time.Second, func() error {
+	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s", c.user, what), 3*time.Second, func() error {
 		c.mu.Lock()
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {

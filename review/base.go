@@ -31,14 +31,12 @@ type Comparison struct {
 	basePos, headPos func(catalogue.Pos) catalogue.Pos
 }
 
-// Load loads the catalogue in dir and its base at ref: a git commit, branch or tag of the
-// repository dir is in, or a directory holding the base catalogue. Any error means meshc could
-// not run: a base that is not a catalogue, a ref git does not know.
-func Load(dir, ref string) (*Comparison, error) {
-	head, err := loadSide(dir)
-	if err != nil {
-		return nil, err
-	}
+// Load loads the base of the catalogue in dir at ref: a git commit, branch or tag of the
+// repository dir is in, or a directory holding the base catalogue. head is the catalogue in dir
+// as the caller already loaded and compiled it (lint and plan do so before they compare): loading
+// it a second time here doubled the head's share of `--against` (BENCHMARKS.md). Any error means
+// meshc could not run: a base that is not a catalogue, a ref git does not know.
+func Load(dir, ref string, head lint.Side) (*Comparison, error) {
 	c := &Comparison{Head: head, headPos: func(p catalogue.Pos) catalogue.Pos { return p.Under(dir) }}
 	if st, err := os.Stat(ref); err == nil && st.IsDir() {
 		c.Label = ref

@@ -30,11 +30,17 @@ type Review struct {
 // Review compares the head with the base as a bus running the base would see it. With prune,
 // the base's objects the head no longer has are shown as deletes.
 func (c *Comparison) Review(prune bool) Review {
-	breaks, unmatched := c.Breaks()
+	// The breaking rules read the same diff and user comparison the review shows: computed once.
+	compared := &lint.Compared{
+		Changes: change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
+		Users:   compiler.CompareUsers(c.Base.Plan, c.Head.Plan),
+	}
+	breaks, unmatched := c.breaks(compared)
 	return Review{
-		Changes:   change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
-		Reads:     c.Reads(),
-		Users:     c.Users(),
+		Changes: compared.Changes,
+		Reads:   c.Reads(),
+		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
+		Users:     c.shownUsers(compared.Users),
 		Accounts:  compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
 		Breaks:    breaks,
 		Unmatched: unmatched,

@@ -8,8 +8,11 @@ import (
 
 // Breaks is what the change breaks, and the approvals in mesh.yaml that approve none of it,
 // positions shown from where meshc was run.
-func (c *Comparison) Breaks() ([]lint.Break, catalogue.Findings) {
-	against := lint.Against{Base: c.Base, Head: c.Head, BasePos: c.basePos}
+func (c *Comparison) Breaks() ([]lint.Break, catalogue.Findings) { return c.breaks(nil) }
+
+// breaks is Breaks from the comparison of the plans the caller already made, if any.
+func (c *Comparison) breaks(compared *lint.Compared) ([]lint.Break, catalogue.Findings) {
+	against := lint.Against{Base: c.Base, Head: c.Head, BasePos: c.basePos, Compared: compared}
 	bs := lint.Breaks(against)
 	unmatched := lint.UnmatchedApprovals(against, bs)
 	for i := range unmatched {
@@ -29,7 +32,11 @@ func (c *Comparison) Breaks() ([]lint.Break, catalogue.Findings) {
 // Users is every user the change adds, removes or changes, each grant's declaration shown from
 // where meshc was run: a gain's in the head, a loss's in the base.
 func (c *Comparison) Users() []compiler.UserChange {
-	ucs := compiler.CompareUsers(c.Base.Plan, c.Head.Plan)
+	return c.shownUsers(compiler.CompareUsers(c.Base.Plan, c.Head.Plan))
+}
+
+// shownUsers rewrites the declarations of ucs, in place, as Users shows them.
+func (c *Comparison) shownUsers(ucs []compiler.UserChange) []compiler.UserChange {
 	for i := range ucs {
 		for j := range ucs[i].Gained {
 			ucs[i].Gained[j].Because = shownGrants(ucs[i].Gained[j].Because, c.headPos)

@@ -18,7 +18,11 @@ import (
 func compare(t *testing.T, archive string) *Comparison {
 	t.Helper()
 	dir := cataloguetest.Write(t, txtar.Parse([]byte(archive)))
-	c, err := Load(filepath.Join(dir, "head"), filepath.Join(dir, "base"))
+	head, err := loadSide(filepath.Join(dir, "head"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(filepath.Join(dir, "head"), filepath.Join(dir, "base"), head)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package up
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 func compileProof(t *testing.T, isolation, auth string) *compiler.Plan {
@@ -132,7 +135,7 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 	bob := changed.User("person.bob")
 	bob.Publish.Allow = append(bob.Publish.Allow, "mesh.mod.registry.tool.prune")
 	i := slices.IndexFunc(changed.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
-	changed.Accounts[i].Imports = append(changed.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.anchor.registry"})
+	changed.Accounts[i].Imports = append(changed.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.registry"})
 	reloads, _, err := b.Update(ctx, changed)
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +145,7 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 	}
 	registry, _ := b.Connect("mod.anchor.registry")
 	defer registry.Close()
-	registry.Subscribe("mesh.mod.registry.tool.prune", func(m *nats.Msg) { m.Respond([]byte("pruned")) })
+	registry.QueueSubscribe("mesh.mod.registry.tool.prune", "registry", func(m *nats.Msg) { m.Respond([]byte("pruned")) })
 	registry.Flush()
 	caller, err := b.Connect("person.bob")
 	if err != nil {
@@ -154,5 +157,78 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 	}
 	if now, _ := catalog.GetClientID(); now != cid || !catalog.IsConnected() {
 		t.Fatal("a client of another account was disconnected by the push")
+	}
+}
+
+// An account JWT carries the limits accounts.conf gives the same account (docs/catalogue.md,
+// "Limits and their defaults"): a user's connections past its account's share and the probe's
+// one are refused, and so is a subscription past the account's per-connection maximum.
+func TestOperatorModeAccountsHoldTheirLimits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	plan := compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator)
+	b, _, err := Start(ctx, plan, Options{State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	i := slices.IndexFunc(plan.Accounts, func(a compiler.Account) bool { return a.Name == plan.User("person.bob").Account })
+	if i < 0 {
+		t.Fatal("person.bob has no account")
+	}
+	bob := plan.Accounts[i]
+	if len(bob.Users) != 1 || bob.Limits.Connections == 0 || bob.Limits.Subscriptions == 0 {
+		t.Fatalf("person.bob's account: %+v", bob)
+	}
+	allowed := int(bob.Limits.Connections) + 1 // the probe's
+	var conns []*nats.Conn
+	defer func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+	for i := range allowed {
+		nc, err := b.Connect("person.bob")
+		if err != nil {
+			t.Fatalf("connection %d of the %d allowed: %v", i+1, allowed, err)
+		}
+		conns = append(conns, nc)
+	}
+	if nc, err := b.Connect("person.bob"); err == nil {
+		nc.Close()
+		t.Fatalf("connection %d, past the account's %d, was accepted", allowed+1, allowed)
+	} else if !strings.Contains(err.Error(), "maximum account active connections") {
+		t.Fatalf("connection past the limit refused for another reason: %v", err)
+	}
+
+	// A connection free again, dialled as a client does (apply.Dial keeps its own error handler).
+	conns[0].Close()
+	conns = conns[1:]
+	refused := make(chan error, 1)
+	var nc *nats.Conn
+	testwait.ForNil(t, "a connection to be free again", 10*time.Second, func() (err error) {
+		nc, err = nats.Connect(b.URL, b.As("person.bob"), nats.CustomInboxPrefix(compiler.InboxPrefix("person.bob")),
+			nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+				select {
+				case refused <- err:
+				default:
+				}
+			}))
+		return err
+	})
+	conns = append(conns, nc)
+	for i := range int(bob.Limits.Subscriptions) + 1 {
+		if _, err := nc.SubscribeSync(fmt.Sprintf("%s.limit.%d", compiler.InboxPrefix("person.bob"), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Flush()
+	select {
+	case err := <-refused:
+		if !errors.Is(err, nats.ErrMaxSubscriptionsExceeded) {
+			t.Fatalf("the subscription past the limit: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("subscription %d, past the account's %d per connection, was accepted", bob.Limits.Subscriptions+1, bob.Limits.Subscriptions)
 	}
 }

@@ -172,6 +172,11 @@ func (b *Bus) Controller() apply.Endpoint {
 
 // Apply reads the bus as mesh-controller, with the permissions the catalogue gives it and nothing
 // more, and asserts the plan; it returns what it found to change.
+//
+// A change the server makes by dropping stored messages (a limit lowered, or first set on a
+// state directory from before meshc derived it) is made: this is a development bus, running the
+// catalogue is what it is for, and a state directory that could not start again after a limit
+// changed would have to be deleted, which loses everything. Dropped says which changes did.
 func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 	bus, err := apply.Connect(b.Controller())
 	if err != nil {
@@ -195,10 +200,25 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 	if err != nil {
 		return changes, err
 	}
-	if _, err := apply.Apply(ctx, js, changes, apply.Options{}); err != nil {
+	if _, err := apply.Apply(ctx, js, changes, apply.Options{AllowDiscard: true}); err != nil {
 		return changes, err
 	}
 	return changes, nil
+}
+
+// Dropped says, one line a change, what an apply changed by dropping stored messages.
+func Dropped(cs change.Changes) []string {
+	var out []string
+	for _, c := range cs.Items {
+		var fields []string
+		for _, f := range c.Discarding() {
+			fields = append(fields, fmt.Sprintf("%s %s → %s", f.Name, f.Old, f.New))
+		}
+		if len(fields) > 0 {
+			out = append(out, fmt.Sprintf("stream %s: %s may have dropped stored messages (a development bus runs what the catalogue says)", c.Stream, strings.Join(fields, ", ")))
+		}
+	}
+	return out
 }
 
 // Update runs a new plan on the running bus: development credentials for the users it adds, the

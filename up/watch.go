@@ -64,6 +64,9 @@ func Watch(ctx context.Context, dir string, b *Bus, compile func() *compiler.Pla
 			continue
 		}
 		say("applied: %s", u.changes.Summary())
+		for _, d := range Dropped(u.changes) {
+			say("%s", d)
+		}
 		// A user the change added gets its context too.
 		if _, err := b.WriteContexts(); err != nil {
 			say("%v", err)

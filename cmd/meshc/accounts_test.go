@@ -33,7 +33,7 @@ func TestEveryAccountsRefusalComesBeforeTheWrite(t *testing.T) {
 		}
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nstreams:\n  events: {storage: memory}\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\nstreams:\n  events: {storage: memory}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := meshc(t, "apply", dir, "--server", s.ClientURL(), "--accounts", accounts)

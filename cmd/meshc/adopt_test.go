@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
@@ -16,7 +17,11 @@ func TestApplyAdoptsOnlyWithAdopt(t *testing.T) {
 	s := natstest.JetStream(t)
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	_, js := natstest.Connect(t, s.ClientURL())
-	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>", "mesh.seat.*.event.>"}}); err != nil {
+	// The plan's own limits, so that adopting is the mark alone: a stream gaining a limit is a
+	// change of its own, refused without --allow-discard (apply's TestALoweredLimitIsRefusedWithoutAllowDiscard).
+	events := catalogue.EventsDefaults
+	if _, err := js.CreateStream(t.Context(), jetstream.StreamConfig{Name: "EVENTS", Subjects: []string{"mesh.mod.*.event.>", "mesh.seat.*.event.>"},
+		MaxBytes: events.MaxBytes, MaxMsgSize: int32(events.MaxMsgSize), MaxMsgsPerSubject: events.MaxMsgsPerSubject}); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := meshc(t, "apply", dir, "--server", s.ClientURL())

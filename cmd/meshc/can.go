@@ -85,7 +85,7 @@ func runCan(inv *invocation, args []string) int {
 	}
 	fmt.Fprintf(stdout, "no: %s may not %s %s\n", u.Name, verb, subject)
 	if g, why, ok := u.Nearest(action, subject); ok {
-		fmt.Fprintf(stdout, "  nearest grant: %s: %s (grants %s)\n  it does not cover the subject: %s\n", g.Source.Under(*dir), g.Because, g.Subject, why)
+		fmt.Fprintf(stdout, "  nearest grant: %s: %s (grants %s)\n  it does not cover the subject: %s\n", g.Source.Under(*dir), g.Because, g.Permission(), why)
 	} else {
 		fmt.Fprintf(stdout, "  %s may %s nothing at all: its permission is deny >\n", u.Name, verb)
 	}
@@ -166,7 +166,7 @@ func question(fs *flag.FlagSet, action, dir string, stderr io.Writer) (compiler.
 // grants it shown from where meshc was run.
 func writeWhy(w io.Writer, dir string, why []compiler.Grant) {
 	for _, g := range why {
-		fmt.Fprintf(w, "  %s: %s (grants %s)\n", g.Source.Under(dir), g.Because, g.Subject)
+		fmt.Fprintf(w, "  %s: %s (grants %s)\n", g.Source.Under(dir), g.Because, g.Permission())
 	}
 }
 

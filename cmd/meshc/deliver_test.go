@@ -76,7 +76,7 @@ func (b *deliveryBus) daveCalls(t *testing.T) error {
 		return err
 	}
 	defer catalog.Close()
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		return err
 	}
 	catalog.Flush()

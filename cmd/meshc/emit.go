@@ -109,9 +109,15 @@ func runEmit(inv *invocation, args []string) int {
 // tolerate names rules whose errors the command is the fix for, or does not depend on: mint
 // replaces credentials that do not fit the mesh's auth, and up runs on development passwords.
 func compileCatalogue(cmd, dir string, stderr io.Writer, tolerate ...string) (*compiler.Plan, int) {
+	_, plan, exit := compileLoaded(cmd, dir, stderr, tolerate...)
+	return plan, exit
+}
+
+// compileLoaded is compileCatalogue that also returns the catalogue it loaded.
+func compileLoaded(cmd, dir string, stderr io.Writer, tolerate ...string) (*catalogue.Catalogue, *compiler.Plan, int) {
 	c, loaded, ok := loadCatalogue(cmd, dir, stderr)
 	if !ok {
-		return nil, exitCantRun
+		return nil, nil, exitCantRun
 	}
 	findings, plan := lint.Check(c, loaded)
 	errs := catalogue.Findings{}
@@ -123,9 +129,9 @@ func compileCatalogue(cmd, dir string, stderr io.Writer, tolerate ...string) (*c
 	if len(errs) > 0 {
 		lint.Write(stderr, output.Text, errs.Under(dir))
 		fmt.Fprintf(stderr, "meshc %s: the catalogue has errors, so nothing was compiled; fix them (meshc lint %s)\n", cmd, dir)
-		return nil, exitFailed
+		return nil, nil, exitFailed
 	}
-	return plan, exitOK
+	return c, plan, exitOK
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one

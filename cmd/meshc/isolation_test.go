@@ -22,10 +22,14 @@ import (
 // account), and call a tool.
 func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := startUp(t, dir)
 	url, state, stderr := r.url, r.state, &r.stderr
 
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+	// Saying nothing is an account per module.
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the reload", 20*time.Second, func() bool { return strings.Contains(stderr.String(), "reloaded the accounts in place") })
@@ -40,7 +44,7 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 		return nc
 	}
 	catalog := connect("mod.anchor.catalog")
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()
@@ -86,6 +90,9 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pw := mint(t, dir, "--missing")
 	conf := filepath.Join(t.TempDir(), "nats")
 	accounts := filepath.Join(conf, "accounts.conf")
@@ -95,7 +102,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	s := serverWithAccounts(t, conf)
 	monitor := s.monitor
 
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: account-per-module\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
@@ -108,7 +115,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer catalog.Close()
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/review"
@@ -99,9 +100,11 @@ func runLint(inv *invocation, args []string) int {
 	if !ok {
 		return exitCantRun
 	}
-	findings := lint.Run(c, loaded).Under(dir)
+	found, plan := lint.Check(c, loaded)
+	findings := found.Under(dir)
 	if *against != "" {
-		base, err := review.Load(dir, *against)
+		// The head as lint just compiled it: review loads only the base.
+		base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
 			return exitCantRun

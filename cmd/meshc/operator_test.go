@@ -123,7 +123,7 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	}
 	catalog := connect("mod.anchor.catalog", filepath.Join(creds, "mod.anchor.catalog.creds"))
 	alice := connect("person.alice", filepath.Join(creds, "person.alice.creds"))
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()
@@ -146,7 +146,7 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if _, err := js.Publish(t.Context(), "mesh.mod.wiki.event.page.edited", []byte("edited")); err != nil {
 		t.Fatalf("the new module's event: %v", err)
 	}
-	if _, err := wiki.Subscribe("mesh.mod.wiki.tool.search", func(m *nats.Msg) { m.Respond([]byte("hit")) }); err != nil {
+	if _, err := wiki.QueueSubscribe("mesh.mod.wiki.tool.search", "wiki", func(m *nats.Msg) { m.Respond([]byte("hit")) }); err != nil {
 		t.Fatal(err)
 	}
 	wiki.Flush()

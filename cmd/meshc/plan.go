@@ -20,6 +20,7 @@ import (
 	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/buildinfo"
 	"github.com/meshc-dev/meshc/internal/output"
+	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/review"
 )
 
@@ -100,7 +101,7 @@ func runPlan(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc plan: -o compares with the golden plan, a server (--server, --context, NATS_URL or NATS_CONTEXT) with a live bus: give one of them\n")
 		return exitCantRun
 	}
-	dir, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
+	dir, format, c, plan, exit, ok := planCatalogue(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
 	}
@@ -110,7 +111,8 @@ func runPlan(inv *invocation, args []string) int {
 			fmt.Fprintf(stderr, "meshc plan: --against compares two catalogues, a server compares one with a bus: give one of them\n")
 			return exitCantRun
 		}
-		base, err := review.Load(dir, *against)
+		// The head as planCatalogue compiled it: review loads only the base.
+		base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 			return exitCantRun
@@ -182,18 +184,24 @@ func runPlan(inv *invocation, args []string) int {
 // planArgs is what plan and apply read first: the output format, the catalogue's directory, and
 // the plan it compiles to. ok is false when the command must exit with exit.
 func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, plan *compiler.Plan, exit int, ok bool) {
+	dir, format, _, plan, exit, ok = planCatalogue(fs, rest, formatName, stderr)
+	return dir, format, plan, exit, ok
+}
+
+// planCatalogue is planArgs that also returns the catalogue the plan was compiled from.
+func planCatalogue(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, c *catalogue.Catalogue, plan *compiler.Plan, exit int, ok bool) {
 	format, err := output.Parse(formatName, change.Formats...)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: --format: %v\n", fs.Name(), err)
-		return "", "", nil, exitCantRun, false
+		return "", "", nil, nil, exitCantRun, false
 	}
 	if dir, exit, ok = catalogueArg(fs, rest, stderr); !ok {
-		return "", "", nil, exit, false
+		return "", "", nil, nil, exit, false
 	}
-	if plan, exit = compileCatalogue(fs.Name(), dir, stderr); plan == nil {
-		return "", "", nil, exit, false
+	if c, plan, exit = compileLoaded(fs.Name(), dir, stderr); plan == nil {
+		return "", "", nil, nil, exit, false
 	}
-	return dir, format, plan, exitOK, true
+	return dir, format, c, plan, exitOK, true
 }
 
 // connectLive resolves the connection settings, says which bus and as whom, connects and asks

@@ -61,7 +61,7 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 		t.Fatal(err)
 	}
 	defer catalog.Close()
-	sub, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) })
+	sub, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) })
 	if err != nil {
 		t.Fatal(err)
 	}

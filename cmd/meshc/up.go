@@ -101,6 +101,9 @@ func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
 	defer bus.Stop()
 	say("nats-server %s with JetStream at %s (state in %s)", server.VERSION, bus.URL, *stateDir)
 	fmt.Fprintf(stdout, "applied: %s\n", changes.Summary())
+	for _, d := range up.Dropped(changes) {
+		say("%s", d)
+	}
 	contexts, err := bus.WriteContexts()
 	if err != nil {
 		say("%v", err)

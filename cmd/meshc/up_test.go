@@ -82,7 +82,7 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer catalog.Close()
-	if _, err := catalog.Subscribe("mesh.mod.catalog.tool.lookup", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
 	catalog.Flush()

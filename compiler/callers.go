@@ -1,0 +1,133 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// ServedTool is a tool some running module serves and the accounts whose calls may reach it: the
+// facts a tool server checks a caller against (docs/nats.md, "Who called a tool").
+type ServedTool struct {
+	// Subject is the tool's subject, Module the module serving it, in queue group Queue.
+	Subject string `json:"subject"`
+	Module  string `json:"module"`
+	Queue   string `json:"queue"`
+	// Account is where the tool is served: its module's account with an account per module, the
+	// mesh's otherwise.
+	Account string `json:"account"`
+	// Callers are the accounts whose users may call it, sorted: with an account per module each
+	// caller module's and person's account (the serving module's own when it calls itself); in
+	// one account, that account.
+	Callers []string `json:"callers"`
+}
+
+// RequestInfoHeader is the header the server adds to a message crossing into another account
+// through a service import, naming the account it came from (`acc`) and, when it had crossed an
+// import before, the account it came through last (`svc`).
+const RequestInfoHeader = "Nats-Request-Info"
+
+// Caller says which account a call to the tool came from, given the call's reply subject and its
+// Nats-Request-Info header, or why the call proves no caller. The server vouches for the header's
+// `acc` on one hop only: a call that crossed a second import (a tool server answering with a
+// reply that is itself an import of the requester's account) keeps whatever `acc` the message
+// already carried, and the server then sets `svc`. So:
+//
+//   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
+//     caller is the header's `acc`, and only when `svc` is empty; a client cannot give an `_R_`
+//     reply itself;
+//   - a call with any other reply was made inside the tool's account, where no import stamped
+//     it: its caller is that account (a sibling instance, or in one account anyone), whatever
+//     header it carries;
+//   - a call with no reply is refused: nothing tells it from one made inside the account with a
+//     header of its own.
+//
+// The caller must be one of the tool's callers.
+func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
+	var account string
+	switch {
+	case reply == "":
+		return "", fmt.Errorf("a call to %s with no reply proves no caller: answer only calls with a reply", t.Subject)
+	case !strings.HasPrefix(reply, ServiceRepliesPrefix):
+		account = t.Account
+	case requestInfo == "":
+		return "", fmt.Errorf("a call to %s came through an import without a %s header", t.Subject, RequestInfoHeader)
+	default:
+		var info struct {
+			Account string `json:"acc"`
+			Service string `json:"svc"`
+		}
+		if err := json.Unmarshal([]byte(requestInfo), &info); err != nil {
+			return "", fmt.Errorf("a call to %s carries a %s header that is not the server's: %v", t.Subject, RequestInfoHeader, err)
+		}
+		if info.Service != "" {
+			return "", fmt.Errorf("a call to %s claims to come from %s but crossed more than one import, last through %s: the server does not vouch for a caller named before the last hop", t.Subject, info.Account, info.Service)
+		}
+		account = info.Account
+	}
+	if !slices.Contains(t.Callers, account) {
+		return "", fmt.Errorf("account %s may not call %s (its callers: %s)", account, t.Subject, strings.Join(t.Callers, ", "))
+	}
+	return account, nil
+}
+
+// ServedTool returns the served tool of a subject, or nil.
+func (p *Plan) ServedTool(subject string) *ServedTool {
+	i, ok := slices.BinarySearchFunc(p.Tools, subject, func(t ServedTool, s string) int { return strings.Compare(t.Subject, s) })
+	if !ok {
+		return nil
+	}
+	return &p.Tools[i]
+}
+
+// servedTools derives every served tool and the accounts that may call it, from the users' grants
+// and accounts (after isolate). A wildcard grant (a person's every tool) is matched against the
+// served tools only, so the work is linear in the grants.
+func (c *compilation) servedTools() {
+	p := c.plan
+	tools := map[string]*ServedTool{}
+	for i := range p.Users {
+		u := &p.Users[i]
+		if u.Kind != KindModule {
+			continue
+		}
+		for _, s := range u.Subscribe.Allow {
+			if subject, queue := SplitQueue(s); queue != "" && tools[subject] == nil {
+				tools[subject] = &ServedTool{Subject: subject, Module: u.Module, Queue: queue, Account: u.Account}
+			}
+		}
+	}
+	subjects := slices.Sorted(maps.Keys(tools))
+	for i := range p.Users {
+		u := &p.Users[i]
+		if u.Kind == KindController {
+			continue
+		}
+		for _, s := range u.Publish.Allow {
+			switch {
+			case !isTool(s):
+			case !strings.ContainsAny(s, "*>"):
+				if t := tools[s]; t != nil {
+					t.Callers = append(t.Callers, u.Account)
+				}
+			default:
+				for _, subject := range subjects {
+					if Covers(s, subject) {
+						tools[subject].Callers = append(tools[subject].Callers, u.Account)
+					}
+				}
+			}
+		}
+	}
+	p.Tools = make([]ServedTool, 0, len(tools))
+	for _, subject := range subjects {
+		t := tools[subject]
+		t.Callers = sortedSet(t.Callers)
+		if t.Callers == nil {
+			t.Callers = []string{}
+		}
+		p.Tools = append(p.Tools, *t)
+	}
+}

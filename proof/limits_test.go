@@ -1,0 +1,41 @@
+package proof
+
+import (
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The mesh's account's JetStream limits, as accounts.conf writes them, are the server's: the
+// stream past max_streams is refused, and max_consumers bounds each stream's consumers, not the
+// account's together (docs/nats.md, "Limits and floods") — which is why meshc derives it from the
+// stream that needs the most. Proven as mesh-controller, the only user with the JetStream API, in
+// both isolations.
+func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
+	for _, isolation := range isolations {
+		t.Run(isolation, func(t *testing.T) {
+			b := startBus(t, "testdata/account-limits.txtar", "", isolation)
+			js := b.connect(t, "mesh-controller").js
+			ctx := t.Context()
+			// The fourth stream is apply's bucket's place; the fifth is refused.
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.a"}, MaxBytes: 1 << 20}); err != nil {
+				t.Fatalf("the account's fourth stream: %v", err)
+			}
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ONE_TOO_MANY", Subjects: []string{"other.b"}, MaxBytes: 1 << 20})
+			if !isAPIError(err, 10027, "maximum number of streams reached") {
+				t.Fatalf("a fifth stream past max_streams 4: %v, want 10027", err)
+			}
+			// CONTROL holds two consumers, the account's max_consumers; EVENTS takes two more of its
+			// own, and refuses a third.
+			for _, name := range []string{"one", "two"} {
+				if _, err := js.CreateOrUpdateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+					t.Fatalf("EVENTS' consumer %s, with CONTROL's two already made: %v (max_consumers is per stream)", name, err)
+				}
+			}
+			_, err = js.CreateOrUpdateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "three", AckPolicy: jetstream.AckExplicitPolicy})
+			if !isAPIError(err, 10026, "maximum consumers limit reached") {
+				t.Fatalf("EVENTS' third consumer past max_consumers 2: %v, want 10026", err)
+			}
+		})
+	}
+}

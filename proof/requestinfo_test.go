@@ -1,0 +1,145 @@
+package proof
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
+)
+
+// What Nats-Request-Info proves, on a real server with an account per module. A direct call is
+// stamped by the server with the caller's account, whatever the caller wrote there. A call that
+// crosses a second import keeps the account the message already named: client, which may call
+// front's tool and vault's, calls front with its reply aimed at vault's tool (an import of its
+// own account), and front, colluding, answers with a header naming bob — who may not call vault.
+// vault receives a call "from person.bob". The server then sets `svc`, the account the call came
+// through last, and the check meshc derives (the plan's served tools, compiler.ServedTool.Caller)
+// refuses it; it returns the caller of every direct call.
+func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
+	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationPerModule)
+	open := b.plan.ServedTool("mesh.mod.vault.tool.open")
+	if open == nil {
+		t.Fatal("the plan lists no served vault.open")
+	}
+	calls := vaultCalls(t, b)
+
+	t.Run("a direct call names its caller", func(t *testing.T) {
+		b.connect(t, "person.alice").nc.Request("mesh.mod.vault.tool.open", []byte("direct"), 3*time.Second)
+		call := next(t, calls)
+		info := requestInfo(t, call)
+		if info.Account != "person.alice" || info.Service != "" {
+			t.Fatalf("a direct call from alice arrived as %+v", info)
+		}
+		if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "person.alice" {
+			t.Fatalf("the check on alice's direct call: %q, %v", who, err)
+		}
+	})
+	t.Run("a caller's own header is replaced on a direct call", func(t *testing.T) {
+		client := b.connect(t, "mod.anchor.client")
+		m := nats.NewMsg("mesh.mod.vault.tool.open")
+		m.Header.Set(compiler.RequestInfoHeader, `{"acc":"person.alice"}`)
+		m.Data = []byte("pretending")
+		client.nc.RequestMsg(m, 3*time.Second)
+		call := next(t, calls)
+		if info := requestInfo(t, call); info.Account != "mod.client" {
+			t.Fatalf("client's call with a header of its own arrived as %+v", info)
+		}
+		if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "mod.client" {
+			t.Fatalf("the check on client's call: %q, %v", who, err)
+		}
+	})
+	for _, forged := range []string{"person.bob", "person.alice"} {
+		t.Run("two hops keep a forged caller, "+forged+", and the check refuses it", func(t *testing.T) {
+			front := b.connect(t, "mod.anchor.front")
+			inbox := front.nc.NewInbox()
+			front.subscribes(t, inbox)
+			sub, err := front.nc.QueueSubscribe("mesh.mod.front.tool.ask", "front", func(m *nats.Msg) {
+				answer := nats.NewMsg(m.Reply)
+				answer.Header.Set(compiler.RequestInfoHeader, `{"acc":"`+forged+`"}`)
+				answer.Reply = inbox // so the call it becomes has a reply, as a real call does
+				answer.Data = []byte("forged")
+				front.nc.PublishMsg(answer)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			front.sawNoViolation(t)
+			client := b.connect(t, "mod.anchor.client")
+			client.requestsWithReply(t, "mesh.mod.front.tool.ask", "mesh.mod.vault.tool.open", "relay this")
+			call := next(t, calls)
+			info := requestInfo(t, call)
+			if string(call.Data) != "forged" || info.Account != forged || info.Service != "mod.client" {
+				t.Fatalf("the relayed call arrived as %q, %+v: want the forged %s, through mod.client", call.Data, info, forged)
+			}
+			who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader))
+			if err == nil || !strings.Contains(err.Error(), "crossed more than one import, last through mod.client") {
+				t.Fatalf("the check let a call relayed through client pass as %q (%v)", who, err)
+			}
+		})
+	}
+}
+
+// In one account no import stamps a call: the header is whatever the caller wrote, and the check
+// can say only that the call came from the mesh's account.
+func TestRequestInfoIsAbsentInOneAccount(t *testing.T) {
+	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationShared)
+	calls := vaultCalls(t, b)
+	b.connect(t, "person.alice").nc.Request("mesh.mod.vault.tool.open", []byte("direct"), 3*time.Second)
+	call := next(t, calls)
+	if h := call.Header.Get(compiler.RequestInfoHeader); h != "" {
+		t.Fatalf("a call in one account carries %s %q", compiler.RequestInfoHeader, h)
+	}
+	if who, err := b.plan.ServedTool("mesh.mod.vault.tool.open").Caller(call.Reply, ""); err != nil || who != "callers" {
+		t.Fatalf("the check in one account: %q, %v", who, err)
+	}
+}
+
+// vaultCalls serves vault.open as its module's user, passing on every call it receives and
+// answering it.
+func vaultCalls(t *testing.T, b *bus) <-chan *nats.Msg {
+	t.Helper()
+	vault := b.connect(t, "mod.anchor.vault")
+	calls := make(chan *nats.Msg, 10)
+	if _, err := vault.nc.QueueSubscribe("mesh.mod.vault.tool.open", "vault", func(m *nats.Msg) {
+		calls <- m
+		if m.Reply != "" {
+			m.Respond([]byte("opened"))
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	vault.sawNoViolation(t)
+	return calls
+}
+
+type clientInfo struct {
+	Account string `json:"acc"`
+	Service string `json:"svc"`
+}
+
+func requestInfo(t *testing.T, m *nats.Msg) clientInfo {
+	t.Helper()
+	var info clientInfo
+	if err := json.Unmarshal([]byte(m.Header.Get(compiler.RequestInfoHeader)), &info); err != nil {
+		t.Fatalf("%s %q: %v", compiler.RequestInfoHeader, m.Header.Get(compiler.RequestInfoHeader), err)
+	}
+	return info
+}
+
+// next is the next call vault received, within a few seconds.
+func next(t *testing.T, calls <-chan *nats.Msg) *nats.Msg {
+	t.Helper()
+	select {
+	case m := <-calls:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("vault received no call")
+		return nil
+	}
+}
