@@ -497,6 +497,7 @@ func (c *compilation) accountKeys() {
 	if k == nil {
 		return
 	}
+	c.plan.operatorTools()
 	mesh := catalogue.Pos{File: catalogue.MeshFile}
 	if k.Operator == "" || k.SigningKey == "" || k.SystemAccount == "" || k.ProbeKey == "" {
 		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "with auth: operator the mesh needs an operator, and %s records none (or only part of one): run `meshc operator init --secrets DIR` once, which makes its keys, records the public ones and writes the secrets and the servers' configuration into DIR", catalogue.KeysFile))
@@ -510,6 +511,49 @@ func (c *compilation) accountKeys() {
 	if len(missing) > 0 {
 		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "%d account(s) have no recorded key in %s (%s), so they cannot be pushed: run `meshc mint --missing`, which records them",
 			len(missing), catalogue.KeysFile, excerptList(missing, 5)))
+	}
+}
+
+// WithOperatorKeys is the plan with another operator's keys (a development operator's), its
+// served tools naming their accounts by those keys.
+func (p *Plan) WithOperatorKeys(k *OperatorKeys) *Plan {
+	q := *p
+	q.Operator = k
+	q.Tools = slices.Clone(p.Tools)
+	for i := range q.Tools {
+		q.Tools[i].Hubs, q.Tools[i].Keys = nil, nil
+	}
+	q.operatorTools()
+	return &q
+}
+
+// operatorTools records on each served tool the hubs its callers may reach it through, and the
+// keys of the accounts it names.
+func (p *Plan) operatorTools() {
+	served := map[string][]int{} // account → its tools
+	for k, t := range p.Tools {
+		served[t.Account] = append(served[t.Account], k)
+	}
+	for _, a := range p.jwtAccounts(p.usersByName()) {
+		if len(a.Users) > 0 || len(a.Exports) != 1 || a.Exports[0].Subject != everyTool {
+			continue // not a hub
+		}
+		for _, i := range a.Imports {
+			for _, k := range served[i.Account] {
+				if t := &p.Tools[k]; Covers(i.Subject, t.Subject) {
+					t.Hubs = append(t.Hubs, a.Name)
+				}
+			}
+		}
+	}
+	for k := range p.Tools {
+		t := &p.Tools[k]
+		t.Keys = map[string]string{}
+		for _, name := range slices.Concat([]string{t.Account}, t.Callers, t.Hubs) {
+			if key := p.Operator.Accounts[name]; key != "" {
+				t.Keys[key] = name
+			}
+		}
 	}
 }
 

@@ -123,16 +123,15 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 
 // localPlan is the plan with the development operator's keys in place of the catalogue's.
 func (d *devOperator) localPlan(plan *compiler.Plan) *compiler.Plan {
-	local := *plan
 	rec, _ := d.op.Record()
-	local.Operator = &compiler.OperatorKeys{Operator: rec.Operator, SigningKey: rec.SigningKey, SystemAccount: rec.SystemAccount, ProbeKey: d.probe, Accounts: d.keys.Accounts}
+	local := plan.WithOperatorKeys(&compiler.OperatorKeys{Operator: rec.Operator, SigningKey: rec.SigningKey, SystemAccount: rec.SystemAccount, ProbeKey: d.probe, Accounts: d.keys.Accounts})
 	local.Users = slices.Clone(plan.Users)
 	for i := range local.Users {
 		kp, _ := nkeys.FromSeed([]byte(d.keys.Users[local.Users[i].Name]))
 		local.Users[i].SigningKey, _ = kp.PublicKey()
 		local.Users[i].Hash, local.Users[i].NKey = "", ""
 	}
-	return &local
+	return local
 }
 
 // userOption connects as a user: a JWT signed by its development signing key.

@@ -121,6 +121,15 @@ func (b *Bus) Stop() {
 // Plan is the plan the bus runs.
 func (b *Bus) Plan() *compiler.Plan { return b.plan }
 
+// LocalPlan is the plan as the bus holds it: in operator mode, with the development operator's
+// keys, by which the server names accounts (a tool server's check of its callers needs them).
+func (b *Bus) LocalPlan() *compiler.Plan {
+	if b.op == nil {
+		return b.plan
+	}
+	return b.op.localPlan(b.plan)
+}
+
 // Password is a user's development password ("" in operator mode: users connect with JWTs).
 func (b *Bus) Password(user string) string { return b.dev[user].Password }
 
