@@ -49,9 +49,11 @@ const RequestInfoHeader = "Nats-Request-Info"
 //   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
 //     caller is the header's `acc`, and only when `svc` is empty or one of the tool's hubs; a client cannot give an `_R_`
 //     reply itself;
+//
 //   - a call with any other reply was made inside the tool's account, where no import stamped
 //     it: its caller is that account (a sibling instance, or in one account anyone), whatever
 //     header it carries;
+//
 //   - a call with no reply is refused: nothing tells it from one made inside the account with a
 //     header of its own.
 //
