@@ -43,17 +43,14 @@ const RequestInfoHeader = "Nats-Request-Info"
 // reply that is itself an import of the requester's account) keeps whatever `acc` the message
 // already carried, and the server then sets `svc`. So:
 //
-//   - a call through one of the tool's Hubs (operator mode) crossed two imports, the first into a
-//     hub, where no user can publish: its `acc` was stamped at that first hop and is believed;
-//
 //   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
-//     caller is the header's `acc`, and only when `svc` is empty or one of the tool's hubs; a client cannot give an `_R_`
+//     caller is the header's `acc`, and only when `svc` is empty; a client cannot give an `_R_`
 //     reply itself;
-//
+//   - or when `svc` is one of the tool's Hubs (operator mode): the call crossed two imports, the
+//     first into a hub, where no user can publish, so its `acc` was stamped at that first hop;
 //   - a call with any other reply was made inside the tool's account, where no import stamped
 //     it: its caller is that account (a sibling instance, or in one account anyone), whatever
 //     header it carries;
-//
 //   - a call with no reply is refused: nothing tells it from one made inside the account with a
 //     header of its own.
 //
