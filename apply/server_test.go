@@ -57,14 +57,26 @@ type cluster struct {
 	t       *testing.T
 	opts    []*server.Options
 	servers []*server.Server
+	// base, when set, gives a node's options afresh at each start (a resolver is the server's,
+	// and is closed with it), with the cluster's settings and edits on top.
+	base  func(i int) *server.Options
+	edits []func(*server.Options)
 }
 
 func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 	t.Helper()
+	return runClusterFrom(t, nil, edits...)
+}
+
+// runClusterFrom runs the cluster with each node's options starting from base(i): a node's
+// configuration file read (operator mode's trust and resolver), with the cluster's own settings
+// on top.
+func runClusterFrom(t *testing.T, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
+	t.Helper()
 	const n = 3
 	ports := freePorts(t, 2*n)
 	dir := t.TempDir()
-	c := &cluster{t: t}
+	c := &cluster{t: t, base: base, edits: edits}
 	for i := range n {
 		var routes []string
 		for j := range n {
@@ -72,13 +84,12 @@ func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 				routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", ports[n+j]))
 			}
 		}
-		o := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1", Port: ports[i],
-			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("n%d", i+1)),
-			NoLog: true, NoSigs: true,
-			Tags: []string{fmt.Sprintf("node:n%d", i+1)},
-		}
+		o := &server.Options{}
+		o.ServerName = fmt.Sprintf("n%d", i+1)
+		o.Host, o.Port = "127.0.0.1", ports[i]
+		o.JetStream, o.StoreDir = true, filepath.Join(dir, fmt.Sprintf("n%d", i+1))
+		o.NoLog, o.NoSigs = true, true
+		o.Tags = []string{fmt.Sprintf("node:n%d", i+1)}
 		o.Cluster.Name = "C1"
 		o.Cluster.Host = "127.0.0.1"
 		o.Cluster.Port = ports[n+i]
@@ -106,7 +117,17 @@ func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 
 func (c *cluster) start(i int) {
 	c.t.Helper()
-	s, err := natsserver.Start(context.Background(), c.opts[i].Clone(), 10*time.Second)
+	o := c.opts[i].Clone()
+	if c.base != nil {
+		own := o
+		o = c.base(i)
+		o.ServerName, o.Host, o.Port, o.JetStream, o.StoreDir = own.ServerName, own.Host, own.Port, own.JetStream, own.StoreDir
+		o.NoLog, o.NoSigs, o.Tags, o.Cluster, o.Routes = own.NoLog, own.NoSigs, own.Tags, own.Cluster, own.Routes
+		for _, edit := range c.edits {
+			edit(o)
+		}
+	}
+	s, err := natsserver.Start(context.Background(), o, 10*time.Second)
 	if err != nil {
 		c.t.Fatalf("node %d: %v", i+1, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/compiler"
@@ -123,9 +124,14 @@ func Resolve(command string, c Settings, plan *compiler.Plan) (Connection, error
 	}
 	// The context's own settings first; meshc's fill in what it does not say.
 	extra := []nats.Option{nats.Name(name), nats.Timeout(timeout)}
+	user := nctx.User()
+	if user == "" {
+		// In operator mode the user is named by its JWT (meshc mint writes the name in it).
+		user = jwtName(nctx.UserJWT(), nctx.Creds())
+	}
 	inbox := nctx.InboxPrefix()
-	if inbox == "" && plan != nil && nctx.User() != "" && plan.User(nctx.User()) != nil {
-		extra = append(extra, nats.CustomInboxPrefix(compiler.InboxPrefix(nctx.User())))
+	if inbox == "" && plan != nil && user != "" && plan.User(user) != nil {
+		extra = append(extra, nats.CustomInboxPrefix(compiler.InboxPrefix(user)))
 	}
 	opts, err := nctx.NATSOptions(extra...)
 	if err != nil {
@@ -136,7 +142,7 @@ func Resolve(command string, c Settings, plan *compiler.Plan) (Connection, error
 		api = "$JS." + d + ".API"
 	}
 	return Connection{
-		Endpoint:       Endpoint{URL: nctx.ServerURL(), User: nctx.User(), Options: opts, APIPrefix: api},
+		Endpoint:       Endpoint{URL: nctx.ServerURL(), User: user, Options: opts, APIPrefix: api},
 		Timeout:        timeout,
 		RequestTimeout: requestTimeout,
 		Source:         source,
@@ -177,4 +183,26 @@ func expandPath(p string) string {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// jwtName is the name a user JWT gives, from the JWT itself or a credentials file, "" when there
+// is none to read.
+func jwtName(token, creds string) string {
+	if token == "" && creds != "" {
+		data, err := os.ReadFile(expandPath(creds))
+		if err != nil {
+			return ""
+		}
+		if token, err = jwt.ParseDecoratedJWT(data); err != nil {
+			return ""
+		}
+	}
+	if token == "" {
+		return ""
+	}
+	uc, err := jwt.DecodeUserClaims(token)
+	if err != nil {
+		return ""
+	}
+	return uc.Name
 }

@@ -79,6 +79,8 @@ func RecordHashes(dir string, hashes map[string]string) error {
 const (
 	passwordHeader = "# Recorded bcrypt hashes of the bus users, written by `meshc mint`. Never a plaintext."
 	nkeyHeader     = "# Recorded nkey public keys of the bus users, written by `meshc mint`. Never a seed."
+	// OperatorHeader opens the file of a mesh with auth: operator.
+	OperatorHeader = "# Recorded public keys of each bus user's signing key (auth: operator), written by `meshc mint`. Never a seed."
 )
 
 // CredentialsHeader is the first line meshc writes in a credentials.yaml for the mesh's auth.
@@ -100,6 +102,15 @@ func CredentialFits(nkeyMesh bool, v string) error {
 		return nil
 	}
 	return CheckHash(v)
+}
+
+// CredentialFitsOperator says what is wrong with a recorded value with auth: operator: it must be
+// the public key of a user's signing key (A…). nil when it fits.
+func CredentialFitsOperator(v string) error {
+	if !nkeys.IsValidPublicAccountKey(v) {
+		return errors.New("is not a signing key's public key (A…)")
+	}
+	return nil
 }
 
 // CredentialsEdit is dir's credentials.yaml, read under a lock that is held until Close: two
@@ -250,7 +261,7 @@ func (e *CredentialsEdit) Record(hashes map[string]string) error {
 	} else {
 		lines = strings.Split(strings.TrimSuffix(string(e.data), eol), eol)
 		// A file switched from one auth to the other no longer says it keeps what it kept.
-		if (lines[0] == passwordHeader || lines[0] == nkeyHeader) && e.Header != "" {
+		if (lines[0] == passwordHeader || lines[0] == nkeyHeader || lines[0] == OperatorHeader) && e.Header != "" {
 			lines[0] = e.Header
 		}
 	}
@@ -369,4 +380,49 @@ func scalarLength(rest string, v *yaml.Node) int {
 		return len(strings.TrimRight(rest[:end], " \t"))
 	}
 	return len(rest)
+}
+
+// Remove deletes users' recorded entries from the file, line by line like Record (every other
+// line stays as it was), and reports which it removed: a user without a record can no longer
+// connect once the bus has the file (or, in operator mode, the account without the user's key).
+func (e *CredentialsEdit) Remove(users []string) ([]string, error) {
+	drop := map[int]bool{}
+	var removed []string
+	for _, u := range users {
+		if v := e.recorded[u]; v != nil {
+			drop[v.Line-1] = true
+			removed = append(removed, u)
+		}
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	eol := "\n"
+	if bytes.Contains(e.data, []byte("\r\n")) {
+		eol = "\r\n"
+	}
+	lines := strings.Split(strings.TrimSuffix(string(e.data), eol), eol)
+	kept := lines[:0]
+	for i, l := range lines {
+		if !drop[i] {
+			kept = append(kept, l)
+		}
+	}
+	out := []byte(strings.Join(kept, eol) + eol)
+	var check map[string]any
+	if err := yaml.Unmarshal(out, &check); err != nil {
+		return nil, fmt.Errorf("%s could not be rewritten faithfully (%v), so nothing was removed", e.path, err)
+	}
+	for user, v := range e.recorded {
+		_, kept := check[user]
+		got, _ := check[user].(string)
+		if slices.Contains(removed, user) == kept || kept && got != v.Value && !(v.Value == "" && check[user] == nil) {
+			return nil, fmt.Errorf("%s could not be rewritten faithfully (%s), so nothing was removed", e.path, user)
+		}
+	}
+	if err := atomicfile.Write(e.path, out, e.mode); err != nil {
+		return nil, err
+	}
+	e.data = out
+	return removed, e.read()
 }

@@ -176,3 +176,34 @@ func TestRecordHashesKeepsCRLF(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// Removing a user's record deletes its line and nothing else: comments, other entries and the
+// file's line endings stay as they were; a user without a record is not an error.
+func TestRemoveDeletesOneLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, catalogue.CredentialsFile)
+	before := "# recorded keys\r\nmesh-controller: \"AAA\"   # the controller\r\n\r\nperson.bob: BBB\r\nnode.anchor: \"CCC\"\r\n"
+	os.WriteFile(path, []byte(before), 0o600)
+	e, err := catalogue.EditCredentials(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	removed, err := e.Remove([]string{"person.bob", "person.ghost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0] != "person.bob" {
+		t.Errorf("removed %v", removed)
+	}
+	want := "# recorded keys\r\nmesh-controller: \"AAA\"   # the controller\r\n\r\nnode.anchor: \"CCC\"\r\n"
+	if got, _ := os.ReadFile(path); string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if e.Recorded("person.bob") || !e.Recorded("node.anchor") {
+		t.Error("the edit's view of the file is not the file")
+	}
+	if removed, err := e.Remove([]string{"person.bob"}); err != nil || removed != nil {
+		t.Errorf("removing again: %v %v", removed, err)
+	}
+}

@@ -97,6 +97,12 @@ func Load(dir string) (*Catalogue, Findings, error) {
 			newDecoder(CredentialsFile, &findings).credentials(doc, c.Credentials)
 		}
 	}
+	if exists(dir, KeysFile) {
+		c.Keys = &Keys{File: KeysFile, Accounts: map[string]Text{}}
+		if doc := readOptional(own, KeysFile, &findings, &c.Ignores); doc != nil {
+			newDecoder(KeysFile, &findings).keys(doc, c.Keys)
+		}
+	}
 	return c, findings.Sorted(), nil
 }
 

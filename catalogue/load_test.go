@@ -366,7 +366,7 @@ func TestIsolationAndAuthTakeTheirWords(t *testing.T) {
 	_, findings = load("isolation: per-module\nauth: token\n")
 	want := []string{
 		`mesh.yaml:2:12: error: yaml: isolation must be shared-account or account-per-module, not "per-module"`,
-		`mesh.yaml:3:7: error: yaml: auth must be password or nkey, not "token"`,
+		`mesh.yaml:3:7: error: yaml: auth must be password, nkey or operator, not "token"`,
 	}
 	if len(findings) != len(want) {
 		t.Fatalf("got %v, want %v", findings, want)

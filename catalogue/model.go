@@ -32,6 +32,8 @@ type Catalogue struct {
 	// Credentials is credentials.yaml; nil when the catalogue has none (and then no user is told
 	// its hash is missing: one finding says the file is: docs/rules.md, "credential-missing").
 	Credentials *Credentials
+	// Keys is keys.yaml, the public keys of a mesh with auth: operator; nil when there is none.
+	Keys *Keys
 	// Ignores are the `# meshc:ignore RULE reason` comments of every file, in path order.
 	Ignores []Ignore
 }
@@ -65,7 +67,7 @@ type Mesh struct {
 	Streams     Streams
 	// Isolation is IsolationShared or IsolationPerModule; empty means IsolationPerModule.
 	Isolation Text
-	// Auth is AuthPassword or AuthNKey; empty means AuthPassword.
+	// Auth is AuthPassword, AuthNKey or AuthOperator; empty means AuthPassword.
 	Auth Text
 	// Approvals are breaks a change makes on purpose, each with its reason: kept in the
 	// repository, so the approval is reviewed with the change and stays in its history.
@@ -126,6 +128,11 @@ const (
 	AuthPassword = "password"
 	// AuthNKey: each user connects by signing with an nkey seed, recorded as its public key.
 	AuthNKey = "nkey"
+	// AuthOperator: accounts are JWTs signed by the operator's key and pushed to the servers'
+	// resolver; each user connects with a JWT signed by a scoped key of its account, recorded
+	// as that key's public half, and its permissions live in the account (docs/nats.md,
+	// "Operator mode").
+	AuthOperator = "operator"
 )
 
 // PerModule reports whether the mesh gives every module and every other principal an account of
@@ -134,6 +141,9 @@ func (m *Mesh) PerModule() bool { return m.Isolation.Value != IsolationShared }
 
 // NKeys reports whether the mesh's users connect with nkeys.
 func (m *Mesh) NKeys() bool { return m.Auth.Value == AuthNKey }
+
+// Operator reports whether the mesh runs in operator mode: accounts pushed as JWTs.
+func (m *Mesh) Operator() bool { return m.Auth.Value == AuthOperator }
 
 // Controller is the control plane's own side of the mesh: it files no manifest, so which roles
 // it submits work to and which events it follows have to be stated.

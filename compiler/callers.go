@@ -22,6 +22,14 @@ type ServedTool struct {
 	// caller module's and person's account (the serving module's own when it calls itself); in
 	// one account, that account.
 	Callers []string `json:"callers"`
+	// Hubs are, in operator mode, the tool hubs a call may reach it through (docs/nats.md,
+	// "Operator mode at scale"): a person who may call every tool calls through a hub. A hub has
+	// no users, so nothing can enter it but a call the server stamped at its first hop, and a
+	// call's caller is believed when the hub is the one hop it crossed after that.
+	Hubs []string `json:"hubs,omitempty"`
+	// Keys name, in operator mode, the accounts above by their public keys, which is how the
+	// server names them in Nats-Request-Info there.
+	Keys map[string]string `json:"keys,omitempty"`
 }
 
 // RequestInfoHeader is the header the server adds to a message crossing into another account
@@ -38,13 +46,16 @@ const RequestInfoHeader = "Nats-Request-Info"
 //   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
 //     caller is the header's `acc`, and only when `svc` is empty; a client cannot give an `_R_`
 //     reply itself;
+//   - or when `svc` is one of the tool's Hubs (operator mode): the call crossed two imports, the
+//     first into a hub, where no user can publish, so its `acc` was stamped at that first hop;
 //   - a call with any other reply was made inside the tool's account, where no import stamped
 //     it: its caller is that account (a sibling instance, or in one account anyone), whatever
 //     header it carries;
 //   - a call with no reply is refused: nothing tells it from one made inside the account with a
 //     header of its own.
 //
-// The caller must be one of the tool's callers.
+// The caller must be one of the tool's callers. In operator mode the server names accounts by
+// their keys, which Keys turns back into names.
 func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 	var account string
 	switch {
@@ -62,7 +73,12 @@ func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 		if err := json.Unmarshal([]byte(requestInfo), &info); err != nil {
 			return "", fmt.Errorf("a call to %s carries a %s header that is not the server's: %v", t.Subject, RequestInfoHeader, err)
 		}
-		if info.Service != "" {
+		for _, name := range []*string{&info.Account, &info.Service} {
+			if known, ok := t.Keys[*name]; ok {
+				*name = known
+			}
+		}
+		if info.Service != "" && !slices.Contains(t.Hubs, info.Service) {
 			return "", fmt.Errorf("a call to %s claims to come from %s but crossed more than one import, last through %s: the server does not vouch for a caller named before the last hop", t.Subject, info.Account, info.Service)
 		}
 		account = info.Account

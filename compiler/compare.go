@@ -196,41 +196,73 @@ type AccountChange struct {
 // CompareAccounts lists every account a change from base to head adds, removes or changes the
 // exports or imports of, head's order first, then base's removed accounts. A mesh in one account
 // has none; a mesh switching isolation gains or loses all of them, which is what the switch does.
+//
+// In operator mode every account is shown, the mesh's one account too, with its key and each
+// user's signing key: a user minted again or revoked is a signing key gained or lost, and what
+// apply pushes is exactly the accounts listed.
 func CompareAccounts(base, head *Plan) []AccountChange {
 	baseAccounts := map[string]*Account{}
-	for i := range base.Accounts {
-		baseAccounts[base.Accounts[i].Name] = &base.Accounts[i]
+	baseList := base.comparedAccounts()
+	for i := range baseList {
+		baseAccounts[baseList[i].Name] = &baseList[i]
 	}
 	headNames := map[string]bool{}
 	var out []AccountChange
-	for i := range head.Accounts {
-		h := &head.Accounts[i]
+	baseKeys, headKeys := base.signingKeys(), head.signingKeys()
+	for _, h := range head.comparedAccounts() {
 		headNames[h.Name] = true
 		b := baseAccounts[h.Name]
 		ac := AccountChange{Account: h.Name, Added: b == nil}
 		if b == nil {
 			b = &Account{}
 		}
-		ac.Gained, ac.Lost = lineDelta(accountLines(b), accountLines(h))
+		ac.Gained, ac.Lost = lineDelta(base.accountLines(b, baseKeys), head.accountLines(&h, headKeys))
 		if ac.Added || len(ac.Gained)+len(ac.Lost) > 0 {
 			out = append(out, ac)
 		}
 	}
-	for i := range base.Accounts {
-		b := &base.Accounts[i]
+	for i := range baseList {
+		b := &baseList[i]
 		if !headNames[b.Name] {
-			_, lost := lineDelta(accountLines(b), nil)
+			_, lost := lineDelta(base.accountLines(b, baseKeys), nil)
 			out = append(out, AccountChange{Account: b.Name, Removed: true, Lost: lost})
 		}
 	}
 	return out
 }
 
-// accountLines is an account's exports, imports and users, one line each, sorted.
-func accountLines(a *Account) []string {
+// comparedAccounts are the accounts a review compares: in operator mode every account pushed,
+// else the isolated mesh's accounts (none for one shared account, which the file holds alone).
+func (p *Plan) comparedAccounts() []Account {
+	if p.Operator != nil {
+		return p.accounts()
+	}
+	return p.Accounts
+}
+
+// signingKeys are the users' recorded signing keys, by name.
+func (p *Plan) signingKeys() map[string]string {
+	out := map[string]string{}
+	for _, u := range p.Users {
+		if u.SigningKey != "" {
+			out[u.Name] = u.SigningKey
+		}
+	}
+	return out
+}
+
+// accountLines is an account's exports, imports and users, one line each, sorted; in operator
+// mode, its key and its users' signing keys too.
+func (p *Plan) accountLines(a *Account, signing map[string]string) []string {
 	var out []string
 	for _, u := range a.Users {
 		out = append(out, "user "+u)
+		if key := signing[u]; p.Operator != nil && key != "" {
+			out = append(out, fmt.Sprintf("signing key of %s %s", u, key))
+		}
+	}
+	if k := p.Operator; k != nil && a.Name != "" && k.Accounts[a.Name] != "" {
+		out = append(out, "key "+k.Accounts[a.Name])
 	}
 	if a.JetStream {
 		out = append(out, "jetstream enabled")

@@ -41,7 +41,7 @@ const NodeAckWait = 5 * time.Minute
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c := &compilation{ix: ix,
-		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Catalogue: ix.Catalogue.Mesh.ID.Value}}
+		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
 	users, consumers := 1, 3+len(ix.Seats)
@@ -64,6 +64,7 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.credentials()
 	c.isolate()
 	c.servedTools()
+	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.limits()
@@ -100,9 +101,12 @@ func (c *compilation) addUser(u User) {
 	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
 	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
 	// user's public key.
-	if recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); c.plan.NKeys {
+	switch recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); {
+	case c.plan.NKeys:
 		u.NKey = recorded
-	} else {
+	case c.plan.Operator != nil:
+		u.SigningKey = recorded
+	default:
 		u.Hash = recorded
 	}
 	c.plan.Users = append(c.plan.Users, u)
@@ -363,14 +367,22 @@ func (c *compilation) credentials() {
 			if cr != nil {
 				what = "records nothing in " + catalogue.CredentialsFile
 			}
-			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue %s, so none of its %d bus users has a recorded hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)",
-				what, len(c.plan.Users)))
+			fix := "hash and `meshc emit` will refuse to write accounts.conf: run `meshc mint --missing` (it prints each password once and records only hashes)"
+			if c.plan.Operator != nil {
+				fix = "signing key and `meshc emit` will refuse to write claims.json: run `meshc mint --missing --out CREDS` (it writes each user's credentials once and records only public keys)"
+			}
+			c.findings = append(c.findings, RuleCredentialMissing.At(catalogue.Pos{File: catalogue.MeshFile}, "the catalogue %s, so none of its %d bus users has a recorded %s",
+				what, len(c.plan.Users), fix))
 		}
 		return
 	}
+	what := "hash"
+	if c.plan.Operator != nil {
+		what = "signing key"
+	}
 	for _, u := range c.plan.Users {
 		if u.Credential() == "" {
-			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded hash in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, u.Name))
+			c.findings = append(c.findings, RuleCredentialMissing.At(u.Source, "bus user %s has no recorded %s in credentials.yaml, so it cannot connect; run `meshc mint %s` (or `meshc mint --missing`)", u.Name, what, u.Name))
 		}
 	}
 }

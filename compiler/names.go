@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -274,3 +275,18 @@ func Emitted(ix *catalogue.Index) map[string]string {
 	}
 	return out
 }
+
+// Operator mode's names (docs/nats.md, "Operator mode").
+
+// OwnerTag is the tag every account JWT of a mesh carries: apply deletes from the resolver only
+// accounts that carry its mesh's tag, never another tenant's. JWT tags are lower-case.
+func OwnerTag(mesh string) string { return "meshc.mesh:" + strings.ToLower(mesh) }
+
+// ProbeRole is the role of the probe key's scope in every account: a user that may do nothing,
+// which apply connects as to prove an account it pushed takes connections.
+const ProbeRole = "meshc-probe"
+
+// ToolHubAccount is the k-th tool hub of an operator-mode mesh (from 1): an account with no users
+// through which a person who may call every tool reaches them (compiler/operator.go). No username
+// starts with "tools.", and the mesh's name holds no dot, so no other account can take its name.
+func ToolHubAccount(k int) string { return "tools." + strconv.Itoa(k) }

@@ -33,6 +33,9 @@ type Plan struct {
 	Tools []ServedTool
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
+	// Operator is set when the mesh runs in operator mode (auth: operator): the recorded public
+	// keys its account JWTs name. Each User has SigningKey, not Hash.
+	Operator *OperatorKeys
 	// Catalogue is mesh.yaml's id: which catalogue of the mesh this is, in every object's mark.
 	// "" when mesh.yaml has none: the mark then names the mesh alone.
 	Catalogue string
@@ -180,13 +183,19 @@ type User struct {
 	NKey string
 	// Account is the account the user lives in: the plan's Account, its module's, or its own.
 	Account string
+	// SigningKey is the recorded public key of the user's own scoped signing key in operator
+	// mode, or "": its account's JWT lists it with the user's permissions as its template.
+	SigningKey string
 }
 
 // Credential is what the server checks the user by: its recorded hash or public key, "" when
 // none is recorded.
 func (u *User) Credential() string {
-	if u.NKey != "" {
+	switch {
+	case u.NKey != "":
 		return u.NKey
+	case u.SigningKey != "":
+		return u.SigningKey
 	}
 	return u.Hash
 }

@@ -11,6 +11,8 @@ const (
 	AccountsFile    = "accounts.conf"
 	PlanFile        = "plan.json"
 	PermissionsFile = "permissions.md"
+	// ClaimsFile replaces AccountsFile in operator mode: the servers have no accounts file.
+	ClaimsFile = "claims.json"
 )
 
 // Rendered is every golden file of one plan.
@@ -18,6 +20,27 @@ type Rendered struct {
 	Accounts    []byte // AccountsFile
 	Plan        []byte // PlanFile
 	Permissions []byte // PermissionsFile
+	// Claims is ClaimsFile, in operator mode instead of Accounts.
+	Claims []byte
+}
+
+// Files are the golden files rendered, by name: accounts.conf, or in operator mode claims.json,
+// then plan.json and permissions.md.
+func (r Rendered) Files() []struct {
+	Name string
+	Data []byte
+} {
+	users := struct {
+		Name string
+		Data []byte
+	}{AccountsFile, r.Accounts}
+	if r.Claims != nil {
+		users.Name, users.Data = ClaimsFile, r.Claims
+	}
+	return []struct {
+		Name string
+		Data []byte
+	}{users, {PlanFile, r.Plan}, {PermissionsFile, r.Permissions}}
 }
 
 // Render renders the three golden files of a plan at once: each only reads the plan, and on a
@@ -30,7 +53,13 @@ func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {
 	var r Rendered
 	var accountsErr, planErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Accounts, accountsErr = Accounts(p, opts) })
+	wg.Go(func() {
+		if p.Operator != nil {
+			r.Claims, accountsErr = Claims(p, opts)
+		} else {
+			r.Accounts, accountsErr = Accounts(p, opts)
+		}
+	})
 	wg.Go(func() { r.Plan, planErr = PlanJSON(p) })
 	r.Permissions = Permissions(p)
 	wg.Wait()

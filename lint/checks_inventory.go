@@ -3,6 +3,8 @@ package lint
 import (
 	"fmt"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
@@ -18,7 +20,7 @@ var (
 		Summary: "a running module requiring an interface no running module provides",
 		Why:     "The module starts, and fails at its first use of the interface, far from the cause."}
 	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error, Firm: true,
-		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key)",
+		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key; with auth: operator, not a signing key's public key), or a keys.yaml value that is not a public key of its kind",
 		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
 )
 
@@ -150,6 +152,57 @@ func (l *linter) checkInventory() {
 	}
 }
 
+// checkKeys reports a keys.yaml value that is not a public key of its kind: a seed there would
+// be a secret in git (the operator's, or the one that signs an account's users).
+func (l *linter) checkKeys() {
+	k := l.ix.Catalogue.Keys
+	if k == nil {
+		return
+	}
+	check := func(what string, t catalogue.Text, valid func(string) bool, kind string) {
+		if t.Value != "" && !valid(t.Value) {
+			l.report(ruleCredentialInvalid, t.Pos, "%s in %s is not %s, and keys.yaml keeps only public keys (a seed here is a secret in git): put back the public key `meshc operator init` or `meshc mint` recorded",
+				what, catalogue.KeysFile, kind)
+		}
+	}
+	check("operator", k.Operator, nkeys.IsValidPublicOperatorKey, "an operator's public key (O…)")
+	check("signing-key", k.SigningKey, nkeys.IsValidPublicOperatorKey, "an operator's public key (O…)")
+	check("system-account", k.SystemAccount, nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	check("probe-key", k.ProbeKey, nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	for _, name := range k.Names {
+		check("the key of account "+name.Value, k.Accounts[name.Value], nkeys.IsValidPublicAccountKey, "an account's public key (A…)")
+	}
+}
+
+// checkOperatorCredentials is checkCredentials with auth: operator, where credentials.yaml
+// records each user's scoped signing key (A…): a seed there would be the key that signs the
+// user's credentials. Hashes or nkeys left from another auth are one finding, the switch's.
+func (l *linter) checkOperatorCredentials(cr *catalogue.Credentials) {
+	var switched []catalogue.Text
+	for _, u := range cr.Users {
+		h := cr.Hashes[u.Value]
+		switch {
+		case catalogue.CredentialFitsOperator(h.Value) == nil:
+		case catalogue.CredentialFits(true, h.Value) == nil || catalogue.CredentialFits(false, h.Value) == nil:
+			switched = append(switched, h)
+		default:
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not a signing key's public key (A…), and with auth: operator credentials.yaml keeps only the public keys of the keys that sign each user (a seed here is a secret in git): run `meshc mint %s`, which replaces it",
+				u.Value, u.Value)
+		}
+	}
+	if len(switched) == 0 {
+		return
+	}
+	f := l.report(ruleCredentialInvalid, switched[0].Pos, "credentials.yaml records another auth's credentials for %d user(s), and mesh.yaml says auth: operator, which records each user's signing key: run `meshc mint --missing --out CREDS`, which mints credentials for each of them in place of the old ones",
+		len(switched))
+	if pos := l.ix.Catalogue.Mesh.Auth.Pos; pos.File != "" {
+		f.Related = append(f.Related, catalogue.Related{Pos: pos, Message: "the mesh's auth"})
+	}
+	for _, h := range switched[1:] {
+		l.marked[h.Pos] = true
+	}
+}
+
 // checkCredentials reports a recorded value that is not what the mesh's auth records. The value
 // is never repeated in the message: if it is not a hash, it is probably the password itself.
 // Values that are the other auth's credentials (bcrypt hashes left after a switch to auth:
@@ -158,6 +211,10 @@ func (l *linter) checkInventory() {
 func (l *linter) checkCredentials() {
 	cr := l.ix.Catalogue.Credentials
 	if cr == nil {
+		return
+	}
+	if l.ix.Catalogue.Mesh.Operator() {
+		l.checkOperatorCredentials(cr)
 		return
 	}
 	nkeyMesh := l.ix.Catalogue.Mesh.NKeys()

@@ -54,6 +54,7 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 	// What the inventory runs: contention, unmet requirements.
 	l.checkInventory()
 	l.checkCredentials()
+	l.checkKeys()
 	// The mode the mesh runs in: what its people can do with an answer.
 	l.checkIsolation()
 

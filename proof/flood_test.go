@@ -396,7 +396,7 @@ func (c *client) meets(t *testing.T, want error) {
 
 // dial connects as user the way a client does, for a test that counts connections.
 func (b *bus) dial(user string) (*nats.Conn, error) {
-	return nats.Connect(b.url, nats.UserInfo(user, b.passwords[user]), nats.CustomInboxPrefix("_INBOX."+user), nats.NoReconnect())
+	return nats.Connect(b.url, nats.UserInfo(user, b.running.Password(user)), nats.CustomInboxPrefix("_INBOX."+user), nats.NoReconnect())
 }
 
 // connectsUntilRefused opens connections as user until the server refuses one for its account's
@@ -440,7 +440,7 @@ func (b *bus) publishesRawAndIsClosed(t *testing.T, user, subject string, size i
 	if line, err := r.ReadString('\n'); err != nil || !strings.HasPrefix(line, "INFO ") {
 		t.Fatalf("no INFO from the server: %q %v", line, err)
 	}
-	connect, _ := json.Marshal(map[string]any{"user": user, "pass": b.passwords[user], "verbose": false, "pedantic": false, "protocol": 1, "headers": true})
+	connect, _ := json.Marshal(map[string]any{"user": user, "pass": b.running.Password(user), "verbose": false, "pedantic": false, "protocol": 1, "headers": true})
 	fmt.Fprintf(conn, "CONNECT %s\r\nPING\r\n", connect)
 	if line, err := r.ReadString('\n'); err != nil || line != "PONG\r\n" {
 		t.Fatalf("%s was not let in: %q %v", user, line, err)

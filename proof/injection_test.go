@@ -23,10 +23,10 @@ import (
 // the requests is a Permissions Violation in either mode: permissions cannot see a reply subject,
 // which is the hole.
 func TestInjections(t *testing.T) {
-	for _, isolation := range isolations {
-		t.Run(isolation, func(t *testing.T) {
-			lands := isolation == catalogue.IsolationShared
-			b := startBus(t, "testdata/proof.txtar", "", isolation)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			lands := !strings.HasPrefix(mode, catalogue.IsolationPerModule)
+			b := startBus(t, "testdata/proof.txtar", "", mode)
 
 			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
 				// notifier may pull its own consumer; registry serves prune, which notifier may not call.
@@ -56,6 +56,19 @@ func TestInjections(t *testing.T) {
 					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work")
 				}
 				stored(t, lands, "the image store's work queue stored catalog's answer as work", forged)
+			})
+			t.Run("a tool call by a person who may call every tool, whose reply is a seat's work subject", func(t *testing.T) {
+				// In operator mode alice reaches every tool through the tool hubs: two hops, each
+				// rewriting the reply.
+				controller := b.connect(t, "mesh-controller")
+				before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				b.connect(t, "person.alice").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", "forged work by alice")
+				forged := func() bool {
+					m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work by alice")
+				}
+				stored(t, lands, "the image store's work queue stored catalog's answer to alice as work", forged)
 			})
 			t.Run("a forged declaration into a machine's delivery subject", func(t *testing.T) {
 				// The controller has declared nothing on this bus: whatever arrives is forged. (What

@@ -13,12 +13,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/testwait"
 	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/operator"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -34,17 +36,27 @@ import (
 //
 // It runs in both isolations: the grants and refusals are the users' own and stay inside every
 // account, so an account per module changes none of them (docs/nats.md, "Accounts, exports and
-// imports"), but for how a tool server answers.
+// imports"), but for how a tool server answers. And it runs in operator mode, where the same
+// grants reach the server as the templates of scoped signing keys in pushed account JWTs
+// (docs/nats.md, "Operator mode").
 func TestPermissionsOnARealServer(t *testing.T) {
-	for _, isolation := range isolations {
-		t.Run(isolation, func(t *testing.T) {
-			proveGrantsAndRefusals(t, startBus(t, "testdata/proof.txtar", "", isolation))
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			proveGrantsAndRefusals(t, startBus(t, "testdata/proof.txtar", "", mode))
 		})
 	}
 }
 
-// isolations are the two modes every proof runs in.
-var isolations = []string{catalogue.IsolationShared, catalogue.IsolationPerModule}
+// isolations are the two modes every proof runs in; modes adds operator mode to each, for the
+// proofs that must hold there too.
+var (
+	isolations = []string{catalogue.IsolationShared, catalogue.IsolationPerModule}
+	modes      = []string{catalogue.IsolationShared, catalogue.IsolationPerModule,
+		catalogue.IsolationShared + operatorMode, catalogue.IsolationPerModule + operatorMode}
+)
+
+// operatorMode marks a mode run with auth: operator.
+const operatorMode = "+operator"
 
 func proveGrantsAndRefusals(t *testing.T, b *bus) {
 	t.Run("granted", func(t *testing.T) {
@@ -229,11 +241,26 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 			controller.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
 		})
 		t.Run("an unknown user", func(t *testing.T) {
-			b.cannotConnect(t, "mod.anchor.ghost", b.passwords["mod.anchor.catalog"])
+			if b.operator {
+				// A JWT for a real account, signed by a key that account does not list.
+				stranger, _ := nkeys.CreateAccount()
+				b.cannotConnectWith(t, "mod.anchor.catalog", b.signedBy(t, stranger, "mod.anchor.catalog"))
+				return
+			}
+			b.cannotConnect(t, "mod.anchor.ghost", b.running.Password("mod.anchor.catalog"))
 		})
 		t.Run("a known user with a wrong password", func(t *testing.T) {
+			if b.operator {
+				// Another user's real signing key, naming this user's account: with an account
+				// per principal, that key is not the account's.
+				if !b.isolated {
+					t.Skip("in one account every user's key is the account's: a key's scope, not the name in the JWT, is what a user may do")
+				}
+				b.cannotConnectWith(t, "mod.anchor.catalog", b.signedBy(t, b.running.UserSigner("mod.laptop.notifier"), "mod.anchor.catalog"))
+				return
+			}
 			// Another user's real password: a credential that works, for someone else.
-			b.cannotConnect(t, "mod.anchor.catalog", b.passwords["mod.laptop.notifier"])
+			b.cannotConnect(t, "mod.anchor.catalog", b.running.Password("mod.laptop.notifier"))
 		})
 		t.Run("the enrolment user publishing anything but its enrolment request", func(t *testing.T) {
 			enrol := b.connect(t, "enrol.laptop")
@@ -306,21 +333,28 @@ func requireNewerAckForm(t *testing.T, reply, stream, consumer string) {
 	}
 }
 
-// bus is a real embedded server running a compiled catalogue, with every user's password.
+// bus is a real embedded server running a compiled catalogue, with every user's credentials.
 type bus struct {
-	url       string
-	passwords map[string]string
-	running   *up.Bus
-	plan      *compiler.Plan
+	url     string
+	running *up.Bus
+	plan    *compiler.Plan
+	// operator: the mesh runs in operator mode; isolated: with an account per module.
+	operator, isolated bool
 }
 
 // startBus loads a catalogue and runs it as `meshc up` does (package up): development passwords
 // for every user, the accounts file as meshc composes it, the server started from its file, and
-// the plan applied as mesh-controller with the grants the catalogue gives it. serverConf is added
-// to the server's own half; isolation overrides the catalogue's.
-func startBus(t *testing.T, archive, serverConf, isolation string) *bus {
+// the plan applied as mesh-controller with the grants the catalogue gives it — or in operator
+// mode, a development operator and the accounts pushed to the server's resolver. serverConf is
+// added to the server's own half; mode (an isolation, with operatorMode for auth: operator)
+// overrides the catalogue's.
+func startBus(t *testing.T, archive, serverConf, mode string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
+	isolation, op := strings.CutSuffix(mode, operatorMode)
+	if op {
+		cat.Mesh.Auth.Value = catalogue.AuthOperator
+	}
 	return startCatalogue(t, cat, findings, serverConf, isolation)
 }
 
@@ -342,11 +376,8 @@ func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Fin
 		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
-	b := &bus{url: running.URL, passwords: map[string]string{}, running: running, plan: plan}
-	for _, u := range plan.Users {
-		b.passwords[u.Name] = running.Password(u.Name)
-	}
-	return b
+	return &bus{url: running.URL, running: running, plan: plan,
+		operator: cat.Mesh.Auth.Value == catalogue.AuthOperator, isolated: isolation == catalogue.IsolationPerModule}
 }
 
 // client is one bus user's connection, remembering every permission violation the server sent it.
@@ -367,7 +398,7 @@ func (b *bus) connect(t *testing.T, user string) *client {
 	t.Helper()
 	c := &client{user: user}
 	nc, err := nats.Connect(b.url,
-		nats.UserInfo(user, b.passwords[user]),
+		b.running.As(user),
 		nats.CustomInboxPrefix("_INBOX."+user),
 		nats.NoReconnect(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -397,6 +428,30 @@ func (b *bus) cannotConnect(t *testing.T, user, password string) {
 	if err == nil {
 		nc.Close()
 		t.Fatalf("%s connected with a password that is not its own", user)
+	}
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("%s was turned away, but not by authorization: %v", user, err)
+	}
+}
+
+// signedBy is a user JWT naming the user's account, signed by signer: a credential the server
+// must judge by whether the account lists the signer.
+func (b *bus) signedBy(t *testing.T, signer nkeys.KeyPair, user string) nats.Option {
+	t.Helper()
+	token, kp, err := operator.IssueUser(signer, user, b.running.AccountKey(b.running.Plan().User(user).Account))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return operator.UserOption(token, kp)
+}
+
+// cannotConnectWith proves the server refuses a connection with these credentials.
+func (b *bus) cannotConnectWith(t *testing.T, user string, creds nats.Option) {
+	t.Helper()
+	nc, err := nats.Connect(b.url, creds, nats.NoReconnect())
+	if err == nil {
+		nc.Close()
+		t.Fatalf("%s connected with credentials that are not its own", user)
 	}
 	if !errors.Is(err, nats.ErrAuthorization) {
 		t.Fatalf("%s was turned away, but not by authorization: %v", user, err)

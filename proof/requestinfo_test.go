@@ -85,6 +85,40 @@ func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
 	}
 }
 
+// In operator mode a person who may call every tool calls through a tool hub: two imports, the
+// first into a hub no user can publish in. The server stamps the caller at that first hop and
+// names the hub as svc at the second; the plan's served tool lists the hub, and the check believes
+// the caller. A call relayed through a module's account is still refused.
+func TestRequestInfoThroughAToolHubNamesItsCaller(t *testing.T) {
+	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationPerModule+operatorMode)
+	open := b.running.LocalPlan().ServedTool("mesh.mod.vault.tool.open")
+	if open == nil || len(open.Hubs) != 1 {
+		t.Fatalf("the plan's vault.open in operator mode: %+v, want one hub", open)
+	}
+	calls := vaultCalls(t, b)
+	b.connect(t, "person.carol").nc.Request("mesh.mod.vault.tool.open", []byte("through the hub"), 3*time.Second)
+	call := next(t, calls)
+	// The server names accounts by their keys in operator mode.
+	if info := requestInfo(t, call); open.Keys[info.Account] != "person.carol" || open.Keys[info.Service] != open.Hubs[0] {
+		t.Fatalf("carol's call arrived as %+v, want her account's key through %s's", info, open.Hubs[0])
+	}
+	if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "person.carol" {
+		t.Fatalf("the check on carol's call through the hub: %q, %v", who, err)
+	}
+	// alice, who may call vault.open alone, imports it directly: one hop.
+	b.connect(t, "person.alice").nc.Request("mesh.mod.vault.tool.open", []byte("direct"), 3*time.Second)
+	call = next(t, calls)
+	if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "person.alice" {
+		t.Fatalf("the check on alice's direct call: %q, %v", who, err)
+	}
+	// A header naming carol through the hub on a call made inside vault's own account (a reply
+	// of its own, not the server's _R_) is not believed: no import stamped it.
+	forged := `{"acc":"` + b.running.AccountKey("person.carol") + `","svc":"` + b.running.AccountKey(open.Hubs[0]) + `"}`
+	if who, err := open.Caller("_INBOX.mod.anchor.vault.x", forged); who == "person.carol" || err == nil {
+		t.Fatalf("a call made inside vault's account with a header naming carol through the hub: %q, %v", who, err)
+	}
+}
+
 // In one account no import stamps a call: the header is whatever the caller wrote, and the check
 // can say only that the call came from the mesh's account.
 func TestRequestInfoIsAbsentInOneAccount(t *testing.T) {

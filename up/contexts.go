@@ -24,13 +24,33 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 	}
 	paths := map[string]string{}
 	for _, u := range plan.Users {
-		data, err := json.MarshalIndent(map[string]string{
+		ctx := map[string]string{
 			"description":  fmt.Sprintf("meshc up: %s on the %s mesh (development password)", u.Name, plan.Account),
 			"url":          url,
 			"user":         u.Name,
 			"password":     dev[u.Name].Password,
 			"inbox_prefix": compiler.InboxPrefix(u.Name),
-		}, "", "  ")
+		}
+		if b.op != nil {
+			// Operator mode: a credentials file beside the context, signed by the user's
+			// development signing key.
+			creds, err := b.op.creds(plan, u.Name)
+			if err != nil {
+				return nil, err
+			}
+			path, err := filepath.Abs(filepath.Join(dir, u.Name+".creds"))
+			if err != nil {
+				return nil, err
+			}
+			if err := atomicfile.Write(path, creds, 0o600); err != nil {
+				return nil, err
+			}
+			delete(ctx, "user")
+			delete(ctx, "password")
+			ctx["creds"] = path
+			ctx["description"] = fmt.Sprintf("meshc up: %s on the %s mesh (development credentials)", u.Name, plan.Account)
+		}
+		data, err := json.MarshalIndent(ctx, "", "  ")
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +67,11 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 // and how to plan the catalogue in dir (as given to up) against it: each line runs as printed.
 func (b *Bus) PrintConnect(w io.Writer, contexts map[string]string, dir string) {
 	url, plan := b.URL, b.plan
-	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its development password and\n", url)
+	what := "development password"
+	if b.op != nil {
+		what = "development credentials"
+	}
+	fmt.Fprintf(w, "\nThe bus is at %s. Each user has a NATS CLI context (its %s and\n", url, what)
 	fmt.Fprintf(w, "the inbox prefix its grant names) in %s; connect as one, for example:\n\n", filepath.Dir(contexts[compiler.ControllerUser]))
 	shown := 0
 	for _, u := range plan.Users {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/change"
@@ -47,6 +48,10 @@ type Bus struct {
 	conf  string
 	plan  *compiler.Plan
 	dev   map[string]devCredential
+	// op is the development operator of a mesh with auth: operator, nil for any other.
+	op *devOperator
+	// Pushed is what the last push to the resolver did, in operator mode.
+	Pushed apply.Pushed
 }
 
 // Start runs plan on a new embedded server: it mints a development password for every user that
@@ -54,28 +59,51 @@ type Bus struct {
 // server's own configuration including it, starts the server, and applies the plan as
 // mesh-controller with the grants the catalogue gives it. It returns the bus and what the apply
 // changed. Ending ctx (Ctrl-C) stops it at any step.
+//
+// A mesh with auth: operator runs on a development operator instead (operator.go): the server
+// trusts it and keeps a resolver, and the accounts are pushed to it before the plan is applied.
 func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change.Changes, error) {
 	if opts.Ready <= 0 {
 		opts.Ready = 10 * time.Second
 	}
 	b := &Bus{State: opts.State, plan: plan}
 	var err error
-	if b.dev, err = Interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(opts.State, plan) }); err != nil {
-		return nil, change.Changes{}, err
-	}
 	if err := CheckCanStart(opts.State, opts.Port); err != nil {
 		return nil, change.Changes{}, err
 	}
-	if _, err := b.deliverAccounts(ctx, nil); err != nil {
-		return nil, change.Changes{}, err
+	include := emit.AccountsFile
+	if plan.Operator != nil {
+		if b.op, err = Interruptible(ctx, func() (*devOperator, error) { return developmentOperator(opts.State, plan) }); err != nil {
+			return nil, change.Changes{}, err
+		}
+		if _, err := moveStore(opts.State, plan.Account, b.op.keys.Accounts[plan.Account]); err != nil {
+			return nil, change.Changes{}, err
+		}
+		if err := b.op.writeOperatorConf(opts.State); err != nil {
+			return nil, change.Changes{}, err
+		}
+		include = operatorConfFile
+	} else {
+		if b.dev, err = Interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(opts.State, plan) }); err != nil {
+			return nil, change.Changes{}, err
+		}
+		if _, err := b.deliverAccounts(ctx, nil); err != nil {
+			return nil, change.Changes{}, err
+		}
 	}
-	if b.conf, err = WriteServerConf(opts.State, opts.Port, opts.ServerConf); err != nil {
+	if b.conf, err = writeServerConf(opts.State, opts.Port, opts.ServerConf, include); err != nil {
 		return nil, change.Changes{}, err
 	}
 	if b.Server, err = natsserver.FromConfig(ctx, b.conf, false, opts.Ready); err != nil {
 		return nil, change.Changes{}, err
 	}
 	b.URL = b.Server.ClientURL()
+	if b.op != nil {
+		if b.Pushed, err = Interruptible(ctx, func() (apply.Pushed, error) { return b.push(ctx) }); err != nil {
+			b.Stop()
+			return nil, change.Changes{}, fmt.Errorf("pushing the accounts: %w", err)
+		}
+	}
 	changes, err := Interruptible(ctx, func() (change.Changes, error) { return b.Apply(ctx) })
 	if err != nil {
 		b.Stop()
@@ -93,26 +121,59 @@ func (b *Bus) Stop() {
 // Plan is the plan the bus runs.
 func (b *Bus) Plan() *compiler.Plan { return b.plan }
 
-// Password is a user's development password.
+// LocalPlan is the plan as the bus holds it: in operator mode, with the development operator's
+// keys, by which the server names accounts (a tool server's check of its callers needs them).
+func (b *Bus) LocalPlan() *compiler.Plan {
+	if b.op == nil {
+		return b.plan
+	}
+	return b.op.localPlan(b.plan)
+}
+
+// Password is a user's development password ("" in operator mode: users connect with JWTs).
 func (b *Bus) Password(user string) string { return b.dev[user].Password }
 
-// Connect connects as a bus user with its development password and the inbox prefix its grant
-// names, as every mesh client does.
+// AccountKey is the development key of an account in operator mode, for a test that forges
+// credentials.
+func (b *Bus) AccountKey(account string) string { return b.op.keys.Accounts[account] }
+
+// UserSigner is a user's development signing key in operator mode, for a test that forges
+// credentials.
+func (b *Bus) UserSigner(user string) nkeys.KeyPair {
+	kp, _ := nkeys.FromSeed([]byte(b.op.keys.Users[user]))
+	return kp
+}
+
+// As is the option that connects as a bus user: its development password, or in operator mode a
+// JWT signed by its development signing key.
+func (b *Bus) As(user string) nats.Option {
+	if b.op == nil {
+		return nats.UserInfo(user, b.Password(user))
+	}
+	opt, err := b.op.userOption(b.plan, user)
+	if err != nil {
+		return func(*nats.Options) error { return err }
+	}
+	return opt
+}
+
+// Connect connects as a bus user with its development credentials and the inbox prefix its
+// grant names, as every mesh client does.
 func (b *Bus) Connect(user string, opts ...nats.Option) (*nats.Conn, error) {
 	return apply.Dial(b.URL, append([]nats.Option{
-		nats.UserInfo(user, b.Password(user)),
+		b.As(user),
 		nats.CustomInboxPrefix(compiler.InboxPrefix(user)),
 	}, opts...)...)
 }
 
-// Controller is how mesh-controller reaches the bus: its password, and the inbox prefix its
-// grant names.
+// Controller is how mesh-controller reaches the bus: its development credentials, and the inbox
+// prefix its grant names.
 func (b *Bus) Controller() apply.Endpoint {
 	return apply.Endpoint{
 		URL: b.URL, User: compiler.ControllerUser,
 		Options: []nats.Option{
 			nats.Name("meshc up"),
-			nats.UserInfo(compiler.ControllerUser, b.Password(compiler.ControllerUser)),
+			b.As(compiler.ControllerUser),
 			nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
 		},
 	}
@@ -172,8 +233,21 @@ func Dropped(cs change.Changes) []string {
 // Update runs a new plan on the running bus: development credentials for the users it adds, the
 // accounts file recomposed and delivered to the server in place (existing connections stay), and
 // the plan applied. It returns how many times the server reloaded (two when the plan added
-// accounts) and what the apply changed.
+// accounts) and what the apply changed. In operator mode the accounts that changed are pushed
+// instead, and the server never reloads.
 func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Changes, error) {
+	if b.op != nil {
+		op, err := developmentOperator(b.State, plan)
+		if err != nil {
+			return 0, change.Changes{}, err
+		}
+		b.plan, b.op = plan, op
+		if b.Pushed, err = b.push(ctx); err != nil {
+			return 0, change.Changes{}, fmt.Errorf("pushing the accounts: %w", err)
+		}
+		changes, err := b.Apply(ctx)
+		return 0, changes, err
+	}
 	dev, err := developmentCredentials(b.State, plan)
 	if err != nil {
 		return 0, change.Changes{}, err
@@ -214,6 +288,11 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 // relative include (an absolute include path is resolved relative to this file's directory:
 // docs/nats.md, "Includes and variables"). Port 0 is a free one.
 func WriteServerConf(stateDir string, port int, extra string) (string, error) {
+	return writeServerConf(stateDir, port, extra, emit.AccountsFile)
+}
+
+// writeServerConf is WriteServerConf including another file: in operator mode, the operator's.
+func writeServerConf(stateDir string, port int, extra, include string) (string, error) {
 	store, err := filepath.Abs(filepath.Join(stateDir, "jetstream"))
 	if err != nil {
 		return "", err
@@ -224,7 +303,7 @@ func WriteServerConf(stateDir string, port int, extra string) (string, error) {
 	if extra != "" && !strings.HasSuffix(extra, "\n") {
 		extra += "\n"
 	}
-	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, emit.AccountsFile)
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, include)
 	path := filepath.Join(stateDir, "server.conf")
 	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }

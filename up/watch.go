@@ -48,6 +48,8 @@ func Watch(ctx context.Context, dir string, b *Bus, compile func() *compiler.Pla
 			return updated{reloads, changes}, err
 		})
 		switch {
+		case b.op != nil:
+			say("accounts: %s; no reload", b.Pushed.Say(false))
 		case u.reloads == 2:
 			say("reloaded the accounts in place, twice: the change added accounts, whose service imports the server wires on the second reload")
 		case u.reloads == 1:

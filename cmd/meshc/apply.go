@@ -25,6 +25,7 @@ import (
 
 const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
                    [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+                   [--operator-key FILE] [--system-creds FILE] [--new-bus]
        meshc apply FILE [same flags but --prune]
 
 With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
@@ -92,6 +93,11 @@ Without --accounts, apply delivers streams and consumers only, and says when the
 permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
 recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
 
+With 'auth: operator' there is no accounts file: first, as the system user, apply pushes the
+account JWTs that differ from what the servers' resolver holds (golden/claims.json), exporters
+first, proves each works, and deletes the mesh's accounts the catalogue dropped: no file, no
+signal, no reload (secrets: MESHC_OPERATOR_SIGNING_KEY, MESHC_SYSTEM_CREDS, or the flags).
+
 Flags:
   --dry-run         print the plan and touch nothing
   --allow-replace   delete and re-make objects whose change cannot be made in place
@@ -110,6 +116,8 @@ Flags:
   --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
   --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
   --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
+  --operator-key FILE, --system-creds FILE   auth: operator: the signing key's seed, the system user
+  --new-bus         auth: operator: create the streams of a mesh new to the servers
 
 ` + connectHelp + `
 Exit status:
@@ -142,6 +150,9 @@ func runApply(inv *invocation, args []string) int {
 	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")
 	monitor := fs.String("monitor", "http://127.0.0.1:8222", "with --reload, the server's monitoring `URL`")
 	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload, how long to wait for the server to reload")
+	operatorKey := fs.String("operator-key", "", "auth: operator: the operator's signing key seed `FILE`")
+	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`")
+	newBus := fs.Bool("new-bus", false, "auth: operator: create the streams of a mesh new to the resolver")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
@@ -202,6 +213,30 @@ func runApply(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", errNoServer)
 		return exitCantRun
 	}
+	if plan.Operator == nil {
+		for _, f := range []string{"operator-key", "system-creds", "new-bus"} {
+			if given(fs)[f] {
+				fmt.Fprintf(stderr, "meshc apply: --%s is for a mesh with auth: operator, and this one has none\n", f)
+				return exitCantRun
+			}
+		}
+	}
+	var users *apply.Pusher
+	if plan.Operator != nil {
+		if *accountsPath != "" {
+			fmt.Fprintf(stderr, "meshc apply: with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts\n")
+			return exitCantRun
+		}
+		c, err := conn.resolve("apply", plan)
+		if err == nil {
+			users, err = apply.OpenDelivery(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		defer users.Close()
+	}
 	var fence func(context.Context) error
 	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
@@ -235,10 +270,26 @@ func runApply(inv *invocation, args []string) int {
 		defer lock.Release(context.Background())
 		ctx, fence = lock.Context(), lock.Check
 	}
+	if users != nil {
+		// Inside the lock: two applies at once would push two versions in one second, which a
+		// cluster's servers may keep in different orders (docs/nats.md, "A push on a cluster").
+		said, err := users.Deliver(ctx, fence, *dryRun)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", said)
+	}
 	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
 		return exitCantRun
+	}
+	if users != nil && !*newBus {
+		if err := users.StartsEmpty(live, plan); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFailed
+		}
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
 	if saved != nil {
@@ -276,7 +327,7 @@ func runApply(inv *invocation, args []string) int {
 		if err := recordAccounts(ctx, js, fence, accountsDigest, *reload != "", *monitor); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 		}
-	} else {
+	} else if users == nil {
 		sayAccounts("apply", ctx, js, plan, given(fs)["monitor"], *monitor, stderr)
 	}
 	if changes.Empty() {
@@ -393,6 +444,12 @@ func recordAccounts(ctx context.Context, js jetstream.JetStream, fence func(cont
 // sayAccounts says, where this command delivers no accounts, when the users and permissions on
 // the bus may differ from the catalogue's, and what that rests on.
 func sayAccounts(cmd string, ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitored bool, monitor string, stderr io.Writer) {
+	if plan.Operator != nil {
+		// What the resolver holds is the delivery: apply.Pusher.Status reads it, as the system
+		// user, which plan does not connect as.
+		fmt.Fprintf(stderr, "meshc %s: users and permissions: with auth: operator they are the accounts the servers' resolver holds; `meshc apply --dry-run` with the system user's credentials says which differ from the catalogue\n", cmd)
+		return
+	}
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
 	if err != nil {
 		return

@@ -23,6 +23,8 @@ into OUT (default: DIR/golden):
 
   accounts.conf    the bus's users, bcrypt hashes and permissions: the accounts block the
                    server's own configuration includes by a relative path
+  claims.json      instead of accounts.conf with auth: operator: every account's JWT claims
+                   as meshc apply will sign and push them
   plan.json        every stream and consumer, in the JetStream API's own field names
   permissions.md   who may publish and subscribe what, for review
 
@@ -154,9 +156,9 @@ func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, erro
 	if err != nil {
 		return nil, err
 	}
-	return []golden.File{
-		{Name: emit.AccountsFile, Data: r.Accounts},
-		{Name: emit.PlanFile, Data: r.Plan},
-		{Name: emit.PermissionsFile, Data: r.Permissions},
-	}, nil
+	var files []golden.File
+	for _, f := range r.Files() {
+		files = append(files, golden.File{Name: f.Name, Data: f.Data})
+	}
+	return files, nil
 }

@@ -57,7 +57,8 @@ func init() {
 	for name, c := range map[string]command{
 		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint, nil},
 		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit, nil},
-		"mint":       {"mint passwords for bus users and record their bcrypt hashes", runMint, nil},
+		"mint":       {"mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves", runMint, nil},
+		"operator":   {"make the operator of a mesh with auth: operator: its keys, and the servers' configuration", runOperator, nil},
 		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan, nil},
 		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp, nil},
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},

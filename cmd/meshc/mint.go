@@ -11,10 +11,12 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/suggest"
 	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/operator"
 )
 
-const mintHelp = `Usage: meshc mint [--dir DIR] USER...
-       meshc mint [--dir DIR] --missing
+const mintHelp = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
+       meshc mint [--dir DIR] [--out CREDS] --missing
+       meshc mint [--dir DIR] --revoke USER...
 
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
@@ -22,6 +24,11 @@ enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, a
 instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
 password is printed once and kept nowhere: hand it to whoever runs as that user now. Minting a
 user again rotates its password.
+
+With 'auth: operator' it issues each user's credentials file, printed (or with --out written to
+CREDS/USER.creds, outside the catalogue), signed by a new key of the user's account whose public
+key credentials.yaml records: minting again rotates it. --revoke removes USERs' records; the next
+apply (in operator mode, with no reload) closes their connections.
 
 credentials.yaml holds hashes only (written atomically, mode 0600 when new, every other line
 left as it was; a file using anchors, aliases or flow style is refused rather than rewritten),
@@ -36,6 +43,8 @@ Flags:
   --missing   mint every user the catalogue derives that has no recorded hash, or whose
               recorded value is not what the mesh's auth records (a bcrypt hash left in a
               mesh switched to auth: nkey, or the reverse): switching auth is this command
+  --out CREDS with auth: operator, write USER.creds files into this directory
+  --revoke    remove the USERs' records: revoke them
 
 Exit status:
   0  minted (or nothing was missing)
@@ -50,6 +59,8 @@ func runMint(inv *invocation, args []string) int {
 	fs.Usage = func() { io.WriteString(fs.Output(), mintHelp) }
 	dir := fs.String("dir", ".", "the catalogue `DIR`")
 	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
+	out := fs.String("out", "", "with auth: operator, write each user's credentials into `CREDS`/USER.creds")
+	revoke := fs.Bool("revoke", false, "remove the users' records: revoke them")
 	users, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -77,17 +88,40 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
+	if *revoke {
+		removed, err := creds.Remove(users)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc mint: revoked %d of %d user(s) in %s; `meshc emit` and `meshc apply` take it to the bus\n", len(removed), len(users), catalogue.CredentialsFile)
+		return exitOK
+	}
+	if plan.Operator == nil && *out != "" {
+		fmt.Fprintf(stderr, "meshc mint: --out writes credentials files, which only a mesh with auth: operator has; without it mint prints each secret\n")
+		return exitCantRun
+	}
 	creds.Header = catalogue.CredentialsHeader(plan.NKeys)
+	fits := func(v string) error { return catalogue.CredentialFits(plan.NKeys, v) }
+	if plan.Operator != nil {
+		creds.Header, fits = catalogue.OperatorHeader, catalogue.CredentialFitsOperator
+	}
 	if *missing {
 		// Missing, or recorded in a form the mesh's auth does not take (hashes left from
 		// before a switch to auth: nkey): switching auth is this one command.
 		for _, u := range plan.Users {
-			if (u.Credential() == "" && !creds.Recorded(u.Name)) || (u.Credential() != "" && catalogue.CredentialFits(plan.NKeys, u.Credential()) != nil) {
+			if (u.Credential() == "" && !creds.Recorded(u.Name)) || (u.Credential() != "" && fits(u.Credential()) != nil) {
 				users = append(users, u.Name)
 			}
 		}
 		if len(users) == 0 {
 			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded hash\n")
+			if plan.Operator != nil {
+				if _, err := operator.RecordAccountKeys(*dir, plan); err != nil {
+					fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+					return exitCantRun
+				}
+			}
 			return exitOK
 		}
 	}
@@ -105,6 +139,15 @@ func runMint(inv *invocation, args []string) int {
 		}
 	}
 
+	if plan.Operator != nil {
+		said, err := operator.Issue(creds, *dir, plan, users, *out, stdout)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
+			return exitCantRun
+		}
+		fmt.Fprintf(stderr, "meshc mint: %s\n", said)
+		return exitOK
+	}
 	hashes := map[string]string{}
 	var printed strings.Builder
 	// With auth: nkey the secret is a seed and the record its public key.

@@ -33,6 +33,9 @@ JetStream, on 127.0.0.1, with nothing installed:
   5. watches the catalogue and, when a manifest changes, recomposes the accounts, reloads the
      server in place (existing connections stay) and applies again. Ctrl-C stops it.
 
+With auth: operator it runs a development operator (STATE/dev-keys.yaml) and pushes the accounts
+as apply does, again on a change, with no reload; streams stored from an accounts file are moved.
+
 With --once it applies, proves a sample flow (a module emits an event, the stream stores it,
 the consuming module's own consumer delivers it and the ack is accepted, with the permissions
 alone), checks a second apply has nothing to change, and exits.

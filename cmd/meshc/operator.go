@@ -1,0 +1,65 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/meshc-dev/meshc/operator"
+)
+
+const operatorHelp = `Usage: meshc operator init --secrets DIR [--dir CATALOGUE] [--resolver-dir PATH] [--resolver-interval D]
+
+Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
+for every account. The public keys go into CATALOGUE/keys.yaml, to commit; the secrets into DIR
+(outside the catalogue, mode 0600, never overwritten):
+
+  operator.nk    the operator's identity seed: keep it offline
+  signing.nk     the signing key's seed, which signs every account: CI's MESHC_OPERATOR_SIGNING_KEY
+  system.creds   the system user, which pushes the accounts: CI's MESHC_SYSTEM_CREDS
+  operator.conf  no secret: include it in each server's configuration (the operator trusted, a
+                 full resolver in --resolver-dir with deletes allowed, the system account)
+
+Then 'meshc mint --missing --out CREDS' issues the users' credentials and 'meshc apply' pushes
+the accounts. A bus that ran from an accounts file keeps its streams under STORE/jetstream/<mesh>;
+operator mode looks under the mesh account's key: 'meshc apply' says how to move them.
+
+Flags:
+  --secrets DIR          where the secrets and operator.conf go
+  --dir CATALOGUE        the catalogue (default: the current directory)
+  --resolver-dir PATH    where each server keeps the accounts (default: jwt, from its working directory)
+  --resolver-interval D  how often a cluster's servers catch up with each other (default 1m)
+
+Exit status: 0 made; 1 the catalogue has errors; 2 meshc could not run (a bad flag, an operator
+already recorded, a secret already there).
+`
+
+func runOperator(inv *invocation, args []string) int {
+	stderr := inv.stderr
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	fs.Usage = func() { io.WriteString(fs.Output(), operatorHelp) }
+	dir := fs.String("dir", ".", "the catalogue `DIR`")
+	secrets := fs.String("secrets", "", "write the secrets into `DIR`, outside the catalogue")
+	resolverDir := fs.String("resolver-dir", "jwt", "where each server keeps the accounts")
+	interval := fs.Duration("resolver-interval", time.Minute, "how often a cluster's servers catch up")
+	rest, exit, done := parseArgs(fs, args, inv)
+	if done {
+		return exit
+	}
+	if len(rest) != 1 || rest[0] != "init" || *secrets == "" {
+		fmt.Fprintf(stderr, "meshc operator: say `meshc operator init --secrets DIR`; 'meshc help operator' says more\n")
+		return exitCantRun
+	}
+	plan, code := compileCatalogue("operator", *dir, stderr)
+	if plan == nil {
+		return code
+	}
+	said, err := operator.Init(*dir, *secrets, plan, operator.ResolverOptions{Dir: *resolverDir, Interval: *interval})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc operator: %v\n", err)
+		return exitCantRun
+	}
+	fmt.Fprintf(stderr, "meshc operator: %s\n", said)
+	return exitOK
+}
