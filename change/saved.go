@@ -186,6 +186,18 @@ func (s *Saved) ChangesMoved(cs Changes) []string {
 }
 
 // moved compares two digest maps: what changed, what is new, what is gone.
+// StillHolds refuses a saved plan whose bus moved since it was saved, or whose change set meshc
+// no longer makes from its catalogue.
+func (s *Saved) StillHolds(live *State, cs Changes) error {
+	if m := s.BusMoved(live); len(m) > 0 {
+		return Moved("the bus", m, "by "+s.Bus.Server)
+	}
+	if m := s.ChangesMoved(cs); len(m) > 0 {
+		return Moved("what the plan does", m, "meshc "+s.Meshc+" saved it")
+	}
+	return nil
+}
+
 func moved(was, now map[string]string) []string {
 	var out []string
 	for k, d := range now {

@@ -8,18 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"os/user"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/jsm.go/natscontext"
-	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/term"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/change"
-	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/internal/output"
 )
 
@@ -197,14 +193,20 @@ func runApply(inv *invocation, args []string) int {
 	defer stopSignals()
 	context.AfterFunc(sig, stopSignals)
 	var accounts *apply.AccountsDelivery
-	var accountsDigest string
 	if *accountsPath != "" {
-		var exit int
-		if accounts, accountsDigest, exit = prepareAccounts(sig, inv, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); accounts == nil {
-			return exit
+		var err error
+		if accounts, err = apply.AccountsFile(sig, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitFor(err)
 		}
 		if !conn.explicit() {
-			return deliverAccounts(sig, accounts, stderr)
+			did, err := accounts.Deliver(sig)
+			if err != nil {
+				fmt.Fprintf(stderr, "meshc apply: %v\n", apply.WhyStopped(sig, err))
+				return exitCantRun
+			}
+			fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
+			return exitOK
 		}
 	}
 	// With no server named, the NATS CLI's selected context, as `nats` would: apply has nothing
@@ -237,249 +239,79 @@ func runApply(inv *invocation, args []string) int {
 		}
 		defer users.Close()
 	}
-	var fence func(context.Context) error
 	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
 	if !ok {
 		return exit
 	}
 	defer bus.Close()
-	js, err := bus.JetStream()
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return exitCantRun
-	}
 	// A refusal ends every request in flight at once: it will not pass by waiting.
 	ctx, cancel := bus.Watch(sig)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancelTimeout()
 	if *breakLock {
-		return runBreakLock(ctx, js, stderr)
+		return runBreakLock(ctx, bus, stderr)
 	}
-	if !*dryRun {
-		// Locked before the read: a state read while another apply changes it is already
-		// stale, and applying a diff of it would undo the other's work.
-		lock, err := apply.AcquireLock(ctx, js, apply.LockOptions{Holder: lockHolder(plan), Wait: *lockTimeout,
+	say := func(line string) { fmt.Fprintf(stderr, "meshc apply: %s\n", line) }
+	run := &apply.Run{
+		Plan: plan, DryRun: *dryRun, Prune: *prune, Saved: saved,
+		Options: apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency},
+		Lock: apply.LockOptions{Holder: apply.HolderName(plan.Account), Wait: *lockTimeout,
 			Waiting: func(h apply.LockHolder) {
-				fmt.Fprintf(stderr, "meshc apply: waiting up to %s for the lock held by %s\n", *lockTimeout, h)
-			}})
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-			return exitCantRun
-		}
-		defer lock.Release(context.Background())
-		ctx, fence = lock.Context(), lock.Check
+				say(fmt.Sprintf("waiting up to %s for the lock held by %s", *lockTimeout, h))
+			}},
+		Users: users, NewBus: *newBus,
+		Accounts: accounts,
+		Read:     apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix},
+		Out:      stdout, Format: format, Say: say,
 	}
-	if users != nil {
-		// Inside the lock: two applies at once would push two versions in one second, which a
-		// cluster's servers may keep in different orders (docs/nats.md, "A push on a cluster").
-		said, err := users.Deliver(ctx, fence, *dryRun)
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-			return exitCantRun
-		}
-		fmt.Fprintf(stderr, "meshc apply: accounts: %s\n", said)
-	}
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		return exitCantRun
-	}
-	if users != nil && !*newBus {
-		if err := users.StartsEmpty(live, plan); err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return exitFailed
-		}
-	}
-	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
-	if saved != nil {
-		if err := savedStillHolds(saved, live, changes); err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return exitFailed
-		}
-	}
-	if err := apply.CountDrops(ctx, bus, changes, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix}); err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		return exitCantRun
-	}
-	if err := change.Render(stdout, changes, format); err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return exitCantRun
-	}
-	if *dryRun {
-		return exitOK
-	}
-	opts := apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency, Fence: fence}
-	if err := apply.Refusals(changes, opts); err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		if accounts != nil {
-			fmt.Fprintf(stderr, "meshc apply: %s was not written either\n", *accountsPath)
-		}
-		return exitFailed
-	}
-	if accounts != nil {
-		// Users first: a module whose consumer is about to exist should be able to connect.
-		// Decided here, under the lock, from what file and server hold now.
-		accounts.Fence = fence
-		if exit := deliverAccounts(ctx, accounts, stderr); exit != exitOK {
-			return exit
-		}
-		if err := recordAccounts(ctx, js, fence, accountsDigest, *reload != "", *monitor); err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		}
-	} else if users == nil {
-		sayAccounts("apply", ctx, js, plan, given(fs)["monitor"], *monitor, stderr)
-	}
-	if changes.Empty() {
-		return exitOK
+	if *reload != "" || given(fs)["monitor"] {
+		run.Monitor = *monitor
 	}
 	// Progress on a terminal only: a CI log gets the plan and the outcome, not a line per object.
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		opts.Progress = func(p apply.Progress) {
+		run.Options.Progress = func(p apply.Progress) {
 			fmt.Fprintf(stderr, "\r%d/%d %s %s\033[K", p.Done, p.Total, p.Change.Action, p.Change.Name())
 			if p.Done == p.Total {
 				fmt.Fprintln(stderr)
 			}
 		}
 	}
-	result, err := apply.Apply(ctx, js, changes, opts)
-	for _, n := range result.Notes {
-		fmt.Fprintf(stderr, "meshc apply: note: %s\n", n)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		if errors.Is(err, apply.ErrRefused) {
-			return exitFailed
-		}
-		return exitCantRun
-	}
-	fmt.Fprintf(stderr, "meshc apply: applied %d change(s)\n", result.Applied)
-	return exitOK
-}
-
-// lockHolder names this apply in the bus's lock: which mesh, who, where, which process, so the
-// apply turned away knows whom to ask.
-func lockHolder(plan *compiler.Plan) string {
-	who := "unknown"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", plan.Account, who, host, os.Getpid())
-}
-
-// whyStopped says why a request stopped when something other than the request ended it: the
-// lock lost, or the server refusing this connection something (then the refusal is the news,
-// not the "context canceled" it left behind).
-func whyStopped(ctx context.Context, err error) error {
-	cause := context.Cause(ctx)
-	var refused *apply.Refusal
+	result, err := run.Do(ctx, bus)
 	switch {
-	case errors.Is(cause, apply.ErrLockLost):
-		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
-	case errors.As(cause, &refused) && !errors.As(err, &refused):
-		return refused
-	case ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded):
-		// Ctrl-C or SIGTERM.
-		return fmt.Errorf("stopped, %v (%v): what was done stands and the lock is given back; apply again to finish", cause, err)
+	case err != nil:
+		say(err.Error())
+		return exitFor(err)
+	case result != nil:
+		say(fmt.Sprintf("applied %d change(s)", result.Applied))
 	}
-	return err
+	return exitOK
 }
 
 // runBreakLock removes a stuck apply's lock and says whose it was.
-func runBreakLock(ctx context.Context, js jetstream.JetStream, stderr io.Writer) int {
-	held, err := apply.BreakLock(ctx, js)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		return exitCantRun
+func runBreakLock(ctx context.Context, bus *apply.Bus, stderr io.Writer) int {
+	js, err := bus.JetStream()
+	var held *apply.LockHolder
+	if err == nil {
+		held, err = apply.BreakLock(ctx, js)
 	}
-	if held == nil {
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "meshc apply: %v\n", apply.WhyStopped(ctx, err))
+		return exitCantRun
+	case held == nil:
 		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
-		return exitOK
+	default:
+		fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next write\n", held)
 	}
-	fmt.Fprintf(stderr, "meshc apply: broke the lock of %s; if it is still running it stops at its next write\n", held)
 	return exitOK
 }
 
-// prepareAccounts decides everything about the accounts file that can refuse, writing nothing:
-// the bytes (a missing hash is exit 1), where they go and as whom, and the reload target (a
-// nats-server, whose monitoring endpoint answers). nil means exit with the code.
-func prepareAccounts(ctx context.Context, inv *invocation, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*apply.AccountsDelivery, string, int) {
-	stderr := inv.stderr
-	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, "", exitFailed
+// exitFor is the exit status of an apply that stopped with err: 1 for the plan's refusal, 2 for
+// meshc unable to run.
+func exitFor(err error) int {
+	if errors.Is(err, apply.ErrRefused) {
+		return exitFailed
 	}
-	var server apply.Reloader
-	if reload != "" {
-		if server, err = apply.Signalled(ctx, reload, monitor, wait); err != nil {
-			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-			return nil, "", exitCantRun
-		}
-	}
-	d, err := apply.PrepareAccounts(ctx, data, path, server)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", err)
-		return nil, "", exitCantRun
-	}
-	return d, apply.AccountsDigest(data), exitOK
-}
-
-// recordAccounts records the delivery on the bus, with the server's config_digest when the
-// reload was watched on its monitoring endpoint.
-func recordAccounts(ctx context.Context, js jetstream.JetStream, fence func(context.Context) error, digest string, reloaded bool, monitor string) error {
-	if fence != nil {
-		if err := fence(ctx); err != nil {
-			return err
-		}
-	}
-	rec := apply.AccountsRecord{Digest: digest, At: time.Now(), By: "meshc apply --accounts"}
-	if reloaded {
-		rec.ConfigDigest, _ = apply.ServerConfigDigest(ctx, monitor)
-	}
-	return apply.RecordAccounts(ctx, js, rec)
-}
-
-// sayAccounts says, where this command delivers no accounts, when the users and permissions on
-// the bus may differ from the catalogue's, and what that rests on.
-func sayAccounts(cmd string, ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitored bool, monitor string, stderr io.Writer) {
-	if plan.Operator != nil {
-		// What the resolver holds is the delivery: apply.Pusher.Status reads it, as the system
-		// user, which plan does not connect as.
-		fmt.Fprintf(stderr, "meshc %s: users and permissions: with auth: operator they are the accounts the servers' resolver holds; `meshc apply --dry-run` with the system user's credentials says which differ from the catalogue\n", cmd)
-		return
-	}
-	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
-	if err != nil {
-		return
-	}
-	if !monitored {
-		monitor = ""
-	}
-	if ev := apply.CheckAccounts(ctx, js, apply.AccountsDigest(data), monitor); ev.MayDiffer {
-		fmt.Fprintf(stderr, "meshc %s: users and permissions: %s [this rests on %s]\n", cmd, ev.Said, ev.Rests)
-	}
-}
-
-// deliverAccounts writes the file and has the server load it, saying what it did.
-func deliverAccounts(ctx context.Context, d *apply.AccountsDelivery, stderr io.Writer) int {
-	did, err := d.Deliver(ctx)
-	if err != nil {
-		fmt.Fprintf(stderr, "meshc apply: %v\n", whyStopped(ctx, err))
-		return exitCantRun
-	}
-	fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
-	return exitOK
-}
-
-// savedStillHolds refuses a saved plan whose bus moved, or whose change set meshc no longer makes.
-func savedStillHolds(saved *change.Saved, live *change.State, changes change.Changes) error {
-	if moved := saved.BusMoved(live); len(moved) > 0 {
-		return change.Moved("the bus", moved, "by "+saved.Bus.Server)
-	}
-	if moved := saved.ChangesMoved(changes); len(moved) > 0 {
-		return change.Moved("what the plan does", moved, "meshc "+saved.Meshc+" saved it")
-	}
-	return nil
+	return exitCantRun
 }

@@ -140,7 +140,9 @@ func runPlan(inv *invocation, args []string) int {
 		defer bus.Close()
 		live, server = state, bus.Conn.ConnectedUrlRedacted()
 		if js, err := bus.JetStream(); err == nil {
-			sayAccounts("plan", context.Background(), js, plan, *monitor != "", *monitor, stderr)
+			if said := apply.AccountsStatus(context.Background(), js, plan, *monitor); said != "" {
+				fmt.Fprintf(stderr, "meshc plan: %s\n", said)
+			}
 		}
 		count = func(cs change.Changes) error {
 			return apply.CountDrops(context.Background(), bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})

@@ -1,0 +1,91 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/output"
+)
+
+// One apply as `meshc apply` runs it, as mesh-controller on the example's bus: a dry run prints
+// the change set and writes nothing, takes no lock; the apply makes it, and says nil the second
+// time (nothing to change); a change that needs a flag is a refusal (meshc apply's exit 1), with
+// nothing written; and the server refused mesh-controller nothing throughout.
+func TestARunDecidesEveryRefusalBeforeItWrites(t *testing.T) {
+	b := startMeshBus(t)
+	bus, err := Connect(Endpoint{URL: b.url, User: compiler.ControllerUser, Options: []nats.Option{
+		nats.UserInfo(compiler.ControllerUser, b.passwords[compiler.ControllerUser]),
+		nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	var said []string
+	run := func(plan *compiler.Plan, dryRun bool) (*Result, string, error) {
+		var out bytes.Buffer
+		r := &Run{Plan: plan, DryRun: dryRun, Out: &out, Format: output.Text,
+			Lock: LockOptions{Holder: HolderName(plan.Account), Wait: 5 * time.Second},
+			Read: ReadOptions{RequestTimeout: 5 * time.Second},
+			Say:  func(line string) { said = append(said, line) }}
+		res, err := r.Do(t.Context(), bus)
+		return res, out.String(), err
+	}
+	streams := func() []string {
+		live, err := Read(t.Context(), bus, ReadOptions{RequestTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range live.Streams {
+			names = append(names, s.Name)
+		}
+		return names
+	}
+
+	res, out, err := run(b.plan, true)
+	if err != nil || res != nil || !strings.Contains(out, "+ stream EVENTS") {
+		t.Fatalf("a dry run: %v, %v, printed %q", res, err, out)
+	}
+	if got := streams(); len(got) != 0 {
+		t.Fatalf("a dry run wrote %v (the lock's bucket among them if it took the lock)", got)
+	}
+
+	res, _, err = run(b.plan, false)
+	if err != nil || res == nil || res.Applied == 0 {
+		t.Fatalf("the apply: %+v, %v", res, err)
+	}
+	if res, out, err := run(b.plan, false); err != nil || res != nil {
+		t.Fatalf("the second apply: %+v, %v, printed %q", res, err, out)
+	}
+
+	replacing := clonePlanUsers(b.plan)
+	replacing.Streams = append([]compiler.Stream(nil), b.plan.Streams...)
+	for i := range replacing.Streams {
+		if replacing.Streams[i].Config.Name == "EVENTS" {
+			replacing.Streams[i].Config.Storage = jetstream.MemoryStorage
+		}
+	}
+	res, _, err = run(replacing, false)
+	if !errors.Is(err, ErrRefused) || res != nil || !strings.Contains(err.Error(), "allow-replace") {
+		t.Fatalf("a storage change without --allow-replace: %+v, %v", res, err)
+	}
+	events, err := b.controller.js.Stream(context.Background(), "EVENTS")
+	if err != nil || events.CachedInfo().Config.Storage != jetstream.FileStorage {
+		t.Fatalf("the refused replace touched EVENTS: %v", err)
+	}
+	b.controller.requireNoViolation(t)
+	// Whether the bus runs the catalogue's users is said by each apply that got past its
+	// refusals (two), never by the dry run or the refused one.
+	if len(said) != 2 || !strings.HasPrefix(said[0], "users and permissions:") {
+		t.Fatalf("said %q", said)
+	}
+}
