@@ -28,6 +28,19 @@ func compileProof(t *testing.T, isolation, auth string) *compiler.Plan {
 	return p
 }
 
+// startOperatorBus runs plan in operator mode on a development operator, for the test.
+func startOperatorBus(t *testing.T, plan *compiler.Plan) *Bus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, _, err := Start(ctx, plan, Options{State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	return b
+}
+
 // A bus that ran from an accounts file moves to operator mode without losing its streams: JetStream
 // kept them under the mesh's account name, and in operator mode looks under the account's key, so
 // the directory is moved before the server starts. Every stored event and every consumer's
@@ -115,14 +128,8 @@ func TestStreamsSurviveTheMoveToOperatorMode(t *testing.T) {
 // A running bus in operator mode takes a catalogue change as pushes: the accounts that changed and
 // nothing else, no reload, the new user working, and a client of another account still connected.
 func TestUpdatePushesWithoutAReload(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	plan := compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator)
-	b, _, err := Start(ctx, plan, Options{State: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
+	b := startOperatorBus(t, plan)
 	catalog, err := b.Connect("mod.anchor.catalog")
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +143,7 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 	bob.Publish.Allow = append(bob.Publish.Allow, "mesh.mod.registry.tool.prune")
 	i := slices.IndexFunc(changed.Accounts, func(a compiler.Account) bool { return a.Name == "person.bob" })
 	changed.Accounts[i].Imports = append(changed.Accounts[i].Imports, compiler.Import{Kind: compiler.ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.registry"})
-	reloads, _, err := b.Update(ctx, changed)
+	reloads, _, err := b.Update(t.Context(), changed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +171,8 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 // "Limits and their defaults"): a user's connections past its account's share and the probe's
 // one are refused, and so is a subscription past the account's per-connection maximum.
 func TestOperatorModeAccountsHoldTheirLimits(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	plan := compileProof(t, catalogue.IsolationPerModule, catalogue.AuthOperator)
-	b, _, err := Start(ctx, plan, Options{State: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Stop()
+	b := startOperatorBus(t, plan)
 	i := slices.IndexFunc(plan.Accounts, func(a compiler.Account) bool { return a.Name == plan.User("person.bob").Account })
 	if i < 0 {
 		t.Fatal("person.bob has no account")
