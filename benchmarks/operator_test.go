@@ -91,7 +91,7 @@ func BenchmarkOperatorClaims(b *testing.B) {
 		for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
 			b.Run(fmt.Sprintf("modules=%d/%s", n, isolation), func(b *testing.B) {
 				f := newOpFixture(b, n, isolation)
-				var largest, imports, total int
+				var largest, imports, keys, total int
 				var name string
 				for b.Loop() {
 					claims, err := f.plan.Claims()
@@ -106,13 +106,14 @@ func BenchmarkOperatorClaims(b *testing.B) {
 						}
 						total += len(token)
 						if len(token) > largest {
-							largest, name, imports = len(token), a.Name, len(a.Claims.Imports)
+							largest, name, imports, keys = len(token), a.Name, len(a.Claims.Imports), len(a.Claims.SigningKeys)
 						}
 					}
 				}
-				b.Logf("largest account JWT: %s, %d bytes, %d imports (cap %d)", name, largest, imports, compiler.MaxAccountJWT)
+				b.Logf("largest account JWT: %s, %d bytes, %d imports, %d signing keys (cap %d)", name, largest, imports, keys, compiler.MaxAccountJWT)
 				b.ReportMetric(float64(largest), "largest-jwt-bytes")
 				b.ReportMetric(float64(imports), "largest-imports")
+				b.ReportMetric(float64(keys), "largest-signing-keys")
 				b.ReportMetric(float64(total)/(1<<20), "all-jwts-MiB")
 			})
 		}
@@ -296,8 +297,8 @@ func scaleRun(b *testing.B, bin string, f *opFixture, op bool, profile bool) {
 	}()
 
 	// One change: a person gains a tool some connected module serves.
-	server, person, tool := changeTargets(b, plan, users)
-	if _, err := conns[server].Subscribe(tool, func(m *nats.Msg) { m.Respond([]byte("ok")) }); err != nil {
+	server, person, tool, queue := changeTargets(b, plan, users)
+	if _, err := conns[server].QueueSubscribe(tool, queue, func(m *nats.Msg) { m.Respond([]byte("ok")) }); err != nil {
 		b.Fatal(err)
 	}
 	conns[server].Flush()
@@ -405,13 +406,14 @@ func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan
 
 // changeTargets picks a connected module serving a tool and a connected person who may not call
 // it yet.
-func changeTargets(b *testing.B, plan *compiler.Plan, users []compiler.User) (server, person int, tool string) {
+func changeTargets(b *testing.B, plan *compiler.Plan, users []compiler.User) (server, person int, tool, queue string) {
 	server, person = -1, -1
 	for i, u := range users {
 		if u.Kind == compiler.KindModule && server < 0 {
 			for _, s := range u.Subscribe.Allow {
-				if strings.Contains(s, ".tool.") {
-					server, tool = i, s
+				// A tool is served in its module's queue group: the grant says both.
+				if subject, group := compiler.SplitQueue(s); strings.Contains(subject, ".tool.") {
+					server, tool, queue = i, subject, group
 				}
 			}
 		}
@@ -425,7 +427,7 @@ func changeTargets(b *testing.B, plan *compiler.Plan, users []compiler.User) (se
 	if server < 0 || person < 0 {
 		b.Fatal("no module serving a tool and person who may not call it among the connected")
 	}
-	return server, person, tool
+	return server, person, tool, queue
 }
 
 // grantTool is the plan with person granted tool, imported from the account that serves it.

@@ -432,12 +432,25 @@ func CheckSizes(claims []AccountClaims) error {
 			return err
 		}
 		if n > MaxAccountJWT {
-			errs = append(errs, fmt.Errorf("account %s would be a %d-byte JWT, over the %d bytes the server takes (%d imports, %d signing keys): "+
-				"every user's grants live in its account's JWT, so an account holding many users (isolation: shared-account) or importing from many accounts is refused; "+
-				"give each principal an account of its own (isolation: account-per-module)", a.Name, n, MaxAccountJWT, len(a.Claims.Imports), len(a.Claims.SigningKeys)))
+			errs = append(errs, fmt.Errorf("account %s would be a %d-byte JWT, over the %d bytes the server takes (%d imports, %d signing keys): %s",
+				a.Name, n, MaxAccountJWT, len(a.Claims.Imports), len(a.Claims.SigningKeys), whyLarge(a)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// whyLarge says what makes an account's JWT large and what to do about it: every user's grants
+// live in its account's JWT as a scoped signing key of its own (a few hundred bytes each), and
+// every import is one entry.
+func whyLarge(a AccountClaims) string {
+	users := len(a.Claims.SigningKeys) - 1 // the probe's
+	switch {
+	case users > len(a.Claims.Imports) && !strings.HasPrefix(a.Name, ModuleAccount("")):
+		return "the account holds every user (isolation: shared-account); give each module an account of its own (isolation: account-per-module)"
+	case users > len(a.Claims.Imports):
+		return fmt.Sprintf("a module's instances share its account, and its %d are a signing key each: a module on this many machines does not fit one account JWT; run the mesh with auth: nkey, or split the module", users)
+	}
+	return fmt.Sprintf("it imports from %d accounts", len(a.Claims.Imports))
 }
 
 // PushOrder is the claims with every account after those it imports from, where the imports

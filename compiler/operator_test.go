@@ -265,6 +265,23 @@ func TestClaimsOverTheCapAreRefused(t *testing.T) {
 	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "over the 1048576 bytes") || !strings.Contains(err.Error(), "account-per-module") {
 		t.Errorf("a mesh account holding every user's huge grants: %v", err)
 	}
+
+	// A module on thousands of machines: its instances share its account, a signing key each.
+	p = operatorPlan(t, catalogue.IsolationPerModule)
+	catalog := p.User("mod.anchor.catalog")
+	k := slices.IndexFunc(p.Accounts, func(a Account) bool { return a.Name == catalog.Account })
+	for i := range 4000 {
+		u := *catalog
+		u.Name = fmt.Sprintf("mod.machine-%d.catalog", i)
+		kp, _ := nkeys.CreateAccount()
+		u.SigningKey, _ = kp.PublicKey()
+		p.Users = append(p.Users, u)
+		p.Accounts[k].Users = append(p.Accounts[k].Users, u.Name)
+	}
+	claims, _ = p.Claims()
+	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "account mod.catalog") || !strings.Contains(err.Error(), "its 4001 are a signing key each") || !strings.Contains(err.Error(), "auth: nkey") {
+		t.Errorf("a module on 4,001 machines: %v", err)
+	}
 }
 
 // An account comes after every account it imports from, and a cycle (two modules calling each
