@@ -84,18 +84,15 @@ type compilation struct {
 	users map[string]catalogue.Pos
 }
 
-// addUser appends a user unless one by that name exists, which is refused naming both sources
-// rather than left to whichever the server happened to read last.
+// addUser finishes a user and admits it.
 func (c *compilation) addUser(u User) {
-	if first, dup := c.users[u.Name]; dup {
-		later, earlier := u.Source, first
-		if later.Compare(earlier) < 0 {
-			later, earlier = earlier, later
-		}
-		c.findings = append(c.findings, withRelated(RuleUserDuplicate.At(later, "bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name), []catalogue.Related{{Pos: earlier, Message: "first derived here"}}))
-		return
-	}
-	c.users[u.Name] = u.Source
+	c.admit(c.finish(u))
+}
+
+// finish makes a derived user what the server reads: its permissions minimised, its grants
+// sorted, its recorded credential. It reads only the user and the catalogue, so users are
+// finished on several goroutines at once.
+func (c *compilation) finish(u User) User {
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
 	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
@@ -109,6 +106,21 @@ func (c *compilation) addUser(u User) {
 	default:
 		u.Hash = recorded
 	}
+	return u
+}
+
+// admit appends a finished user unless one by that name exists, which is refused naming both
+// sources rather than left to whichever the server happened to read last.
+func (c *compilation) admit(u User) {
+	if first, dup := c.users[u.Name]; dup {
+		later, earlier := u.Source, first
+		if later.Compare(earlier) < 0 {
+			later, earlier = earlier, later
+		}
+		c.findings = append(c.findings, withRelated(RuleUserDuplicate.At(later, "bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name), []catalogue.Related{{Pos: earlier, Message: "first derived here"}}))
+		return
+	}
+	c.users[u.Name] = u.Source
 	c.plan.Users = append(c.plan.Users, u)
 }
 
@@ -193,25 +205,14 @@ func (c *compilation) machines() {
 	}
 	nodes := slices.Clone(inv.Nodes)
 	slices.SortStableFunc(nodes, func(a, b *catalogue.Node) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
-	for _, n := range nodes {
-		name := n.Name.Value
-		var pub, sub granted
-		pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
-		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
-		sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
-		c.addUser(User{
-			Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
-			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-			Grants: Grants{Publish: pub, Subscribe: sub},
-		})
-		runs := slices.Clone(n.Runs)
-		slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
-		for _, r := range runs {
-			if m := c.ix.Modules[r.Value]; m != nil {
-				c.module(name, m, r.Pos)
-			}
+	// Each machine's users are derived and finished on their own, on every core (deriving them is
+	// most of the compiler's time on a large mesh), and admitted in machine order: the plan and
+	// its user-duplicate findings are the same whichever machine finished first.
+	derived := make([][]User, len(nodes))
+	inParallel(len(nodes), func(i int) { derived[i] = c.machine(nodes[i]) })
+	for _, users := range derived {
+		for _, u := range users {
+			c.admit(u)
 		}
 	}
 	for _, n := range nodes {
@@ -232,8 +233,34 @@ func (c *compilation) machines() {
 	}
 }
 
+// machine derives one machine's users, finished: its host agent's, then one per module it runs,
+// in module name order.
+func (c *compilation) machine(n *catalogue.Node) []User {
+	name := n.Name.Value
+	var pub, sub granted
+	pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
+	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
+	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
+	sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
+	sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
+	users := make([]User, 0, 1+len(n.Runs))
+	users = append(users, c.finish(User{
+		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants: Grants{Publish: pub, Subscribe: sub},
+	}))
+	runs := slices.Clone(n.Runs)
+	slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
+	for _, r := range runs {
+		if m := c.ix.Modules[r.Value]; m != nil {
+			users = append(users, c.finish(c.module(name, m, r.Pos)))
+		}
+	}
+	return users
+}
+
 // module derives one module's user on one machine: exactly what its manifest declares.
-func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
+func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) User {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
 	// Sized once, from the grants counted below: a grant is about a hundred bytes, and growing
@@ -314,14 +341,14 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
 		}
 	}
-	c.addUser(User{
+	return User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
 		// One reply to a request it actually received: only a module that serves a tool, in
 		// one account, answers this way.
 		AllowResponses: len(responses) > 0,
-	})
+	}
 }
 
 // people derives a user per person: the tools they may ask, and their inbox. No events, no
