@@ -110,8 +110,11 @@ func meshExportFor(kind ExportKind, subject string) int {
 	return -1
 }
 
+// jetStreamInfoExport is the mesh export every account imports.
+var jetStreamInfoExport = meshExportFor(ServiceExport, JetStreamInfo)
+
 // isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool).
-func isTool(subject string) bool { return Covers(Tool("*", "*"), subject) }
+func isTool(subject string) bool { return Covers(everyTool, subject) }
 
 // accountOf is the account a user other than the controller lives in: its module's for a module
 // instance, its own for every other principal.
@@ -139,6 +142,23 @@ func (c *compilation) isolate() {
 	if !c.ix.Catalogue.Mesh.PerModule() {
 		return
 	}
+	// One account name per module, not one string per instance.
+	moduleAccounts := map[string]string{}
+	for i := range p.Users {
+		u := &p.Users[i]
+		switch {
+		case u.Kind == KindController:
+		case u.Kind == KindModule:
+			a, ok := moduleAccounts[u.Module]
+			if !ok {
+				a = accountOf(u)
+				moduleAccounts[u.Module] = a
+			}
+			u.Account = a
+		default:
+			u.Account = accountOf(u)
+		}
+	}
 
 	// Who serves each tool: the account of the module serving it.
 	servers := map[string]string{}
@@ -149,47 +169,34 @@ func (c *compilation) isolate() {
 		}
 		for _, s := range u.Subscribe.Allow {
 			if subject, _ := SplitQueue(s); isTool(subject) {
-				servers[subject] = accountOf(u)
+				servers[subject] = u.Account
 			}
 		}
 	}
 	tools := slices.Sorted(maps.Keys(servers))
 
-	meshImporters := make([][]string, len(meshExports))
-	// callers[server account][tool] are the accounts importing that tool from that server.
-	callers := map[string]map[string][]string{}
-	mesh := Account{Name: p.Account, JetStream: true}
-	var accounts []Account
-	at := map[string]int{} // account name → index in accounts
-	for i := range p.Users {
+	// What each user's grants import, worked out for every user at once (matching every grant
+	// against the exports and tools is most of this), then gathered in user order below.
+	type need struct {
+		Import
+		meshExport int // the mesh export it imports, or -1 for a tool from its server
+	}
+	needs := make([][]need, len(p.Users))
+	inParallel(len(p.Users), func(i int) {
 		u := &p.Users[i]
 		if u.Kind == KindController {
-			mesh.Users = append(mesh.Users, u.Name)
-			continue
+			return
 		}
-		u.Account = accountOf(u)
-		k, ok := at[u.Account]
-		if !ok {
-			k = len(accounts)
-			at[u.Account] = k
-			accounts = append(accounts, Account{Name: u.Account})
-		}
-		a := &accounts[k]
-		a.Users = append(a.Users, u.Name)
+		var n []need
 		fromMesh := func(kind ExportKind, subject string, e int) {
-			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
-			meshImporters[e] = append(meshImporters[e], a.Name)
+			n = append(n, need{Import{Kind: kind, Subject: subject, Account: p.Account}, e})
 		}
 		fromServer := func(tool string) {
 			server, ok := servers[tool]
-			if !ok || server == a.Name {
+			if !ok || server == u.Account {
 				return // nobody serves it, or its own module does: served in this account
 			}
-			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
-			if callers[server] == nil {
-				callers[server] = map[string][]string{}
-			}
-			callers[server][tool] = append(callers[server][tool], a.Name)
+			n = append(n, need{Import{Kind: ServiceExport, Subject: tool, Account: server}, -1})
 		}
 		for _, s := range u.Publish.Allow {
 			switch {
@@ -214,18 +221,63 @@ func (c *compilation) isolate() {
 		}
 		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md,
 		// "Traps").
-		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
-	}
+		fromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+		needs[i] = n
+	})
 
-	for e, importers := range meshImporters {
-		if len(importers) == 0 {
+	// callers[server account][tool] are the accounts importing that tool from that server.
+	callers := map[string]map[string][]string{}
+	mesh := Account{Name: p.Account, JetStream: true}
+	var accounts []Account
+	var fromMesh [][]bool  // fromMesh[account][mesh export]: the account imports it
+	at := map[string]int{} // account name → index in accounts
+	for i := range p.Users {
+		u := &p.Users[i]
+		if u.Kind == KindController {
+			mesh.Users = append(mesh.Users, u.Name)
 			continue
 		}
-		x := meshExports[e]
-		mesh.Exports = append(mesh.Exports, Export{Kind: x.kind, Subject: x.subject, ResponseStream: x.responseStream, Accounts: sortedSet(importers)})
+		k, ok := at[u.Account]
+		if !ok {
+			k = len(accounts)
+			at[u.Account] = k
+			accounts = append(accounts, Account{Name: u.Account})
+			fromMesh = append(fromMesh, make([]bool, len(meshExports)))
+		}
+		a := &accounts[k]
+		a.Users = append(a.Users, u.Name)
+		for _, n := range needs[i] {
+			a.Imports = append(a.Imports, n.Import)
+			if n.meshExport >= 0 {
+				fromMesh[k][n.meshExport] = true
+				continue
+			}
+			if callers[n.Account] == nil {
+				callers[n.Account] = map[string][]string{}
+			}
+			callers[n.Account][n.Subject] = append(callers[n.Account][n.Subject], a.Name)
+		}
+	}
+
+	// Each mesh export names its importers sorted: the accounts taken in name order once.
+	byName := make([]int, len(accounts))
+	for k := range byName {
+		byName[k] = k
+	}
+	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(accounts[x].Name, accounts[y].Name) })
+	for e, x := range meshExports {
+		var importers []string
+		for _, k := range byName {
+			if fromMesh[k][e] {
+				importers = append(importers, accounts[k].Name)
+			}
+		}
+		if len(importers) > 0 {
+			mesh.Exports = append(mesh.Exports, Export{Kind: x.kind, Subject: x.subject, ResponseStream: x.responseStream, Accounts: importers})
+		}
 	}
 	slices.SortFunc(mesh.Exports, func(x, y Export) int { return strings.Compare(x.Subject, y.Subject) })
-	for i := range accounts {
+	inParallel(len(accounts), func(i int) {
 		a := &accounts[i]
 		for tool, to := range callers[a.Name] {
 			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to)})
@@ -238,7 +290,7 @@ func (c *compilation) isolate() {
 			return strings.Compare(x.Account, y.Account)
 		})
 		a.Imports = slices.Compact(a.Imports)
-	}
+	})
 	p.Accounts = append([]Account{mesh}, accounts...)
 }
 
