@@ -86,7 +86,7 @@ type meshExport struct {
 
 // meshExports are the kinds of the table in docs/nats.md, "What each flow needs", in the order they
 // are written.
-var meshExports = []meshExport{
+var meshExports = [...]meshExport{
 	{ServiceExport, ModuleEvent("*", ">"), false},
 	{ServiceExport, SeatEvent("*", ">"), false},
 	{ServiceExport, Work("*", "*"), false},
@@ -175,61 +175,10 @@ func (c *compilation) isolate() {
 	}
 	tools := slices.Sorted(maps.Keys(servers))
 
-	// What each user's grants import, worked out for every user at once (matching every grant
-	// against the exports and tools is most of this), then gathered in user order below.
-	type need struct {
-		Import
-		meshExport int // the mesh export it imports, or -1 for a tool from its server
-	}
-	needs := make([][]need, len(p.Users))
-	inParallel(len(p.Users), func(i int) {
-		u := &p.Users[i]
-		if u.Kind == KindController {
-			return
-		}
-		var n []need
-		fromMesh := func(kind ExportKind, subject string, e int) {
-			n = append(n, need{Import{Kind: kind, Subject: subject, Account: p.Account}, e})
-		}
-		fromServer := func(tool string) {
-			server, ok := servers[tool]
-			if !ok || server == u.Account {
-				return // nobody serves it, or its own module does: served in this account
-			}
-			n = append(n, need{Import{Kind: ServiceExport, Subject: tool, Account: server}, -1})
-		}
-		for _, s := range u.Publish.Allow {
-			switch {
-			case isTool(s) && !strings.ContainsAny(s, "*>"):
-				fromServer(s)
-			case isTool(s):
-				for _, t := range tools {
-					if Covers(s, t) {
-						fromServer(t)
-					}
-				}
-			default:
-				if e := meshExportFor(ServiceExport, s); e >= 0 {
-					fromMesh(ServiceExport, s, e)
-				}
-			}
-		}
-		for _, s := range u.Subscribe.Allow {
-			if e := meshExportFor(StreamExport, s); e >= 0 {
-				fromMesh(StreamExport, s, e)
-			}
-		}
-		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md,
-		// "Traps").
-		fromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
-		needs[i] = n
-	})
-
-	// callers[server account][tool] are the accounts importing that tool from that server.
-	callers := map[string]map[string][]string{}
+	// The accounts in order of their first user, each with its users.
 	mesh := Account{Name: p.Account, JetStream: true}
 	var accounts []Account
-	var fromMesh [][]bool  // fromMesh[account][mesh export]: the account imports it
+	var members [][]int    // members[account]: its users' indices
 	at := map[string]int{} // account name → index in accounts
 	for i := range p.Users {
 		u := &p.Users[i]
@@ -242,20 +191,67 @@ func (c *compilation) isolate() {
 			k = len(accounts)
 			at[u.Account] = k
 			accounts = append(accounts, Account{Name: u.Account})
-			fromMesh = append(fromMesh, make([]bool, len(meshExports)))
+			members = append(members, nil)
 		}
+		accounts[k].Users = append(accounts[k].Users, u.Name)
+		members[k] = append(members[k], i)
+	}
+
+	// What each account's users' grants import, worked out for every account at once: matching
+	// every grant against the exports and tools is most of this. An account's imports are its
+	// users' in user order, whichever account finished first.
+	fromMesh := make([][len(meshExports)]bool, len(accounts)) // the mesh exports each imports
+	fromTools := make([][]Import, len(accounts))              // the tools each imports
+	inParallel(len(accounts), func(k int) {
 		a := &accounts[k]
-		a.Users = append(a.Users, u.Name)
-		for _, n := range needs[i] {
-			a.Imports = append(a.Imports, n.Import)
-			if n.meshExport >= 0 {
-				fromMesh[k][n.meshExport] = true
-				continue
+		importFromMesh := func(kind ExportKind, subject string, e int) {
+			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
+			fromMesh[k][e] = true
+		}
+		fromServer := func(tool string) {
+			server, ok := servers[tool]
+			if !ok || server == a.Name {
+				return // nobody serves it, or its own module does: served in this account
 			}
-			if callers[n.Account] == nil {
-				callers[n.Account] = map[string][]string{}
+			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
+			fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
+		}
+		for _, i := range members[k] {
+			u := &p.Users[i]
+			for _, s := range u.Publish.Allow {
+				switch {
+				case isTool(s) && !strings.ContainsAny(s, "*>"):
+					fromServer(s)
+				case isTool(s):
+					for _, t := range tools {
+						if Covers(s, t) {
+							fromServer(t)
+						}
+					}
+				default:
+					if e := meshExportFor(ServiceExport, s); e >= 0 {
+						importFromMesh(ServiceExport, s, e)
+					}
+				}
 			}
-			callers[n.Account][n.Subject] = append(callers[n.Account][n.Subject], a.Name)
+			for _, s := range u.Subscribe.Allow {
+				if e := meshExportFor(StreamExport, s); e >= 0 {
+					importFromMesh(StreamExport, s, e)
+				}
+			}
+			// Never granted to a user: it only keeps the server from answering twice
+			// (docs/nats.md, "Traps").
+			importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+		}
+	})
+	// callers[server account][tool] are the accounts importing that tool from that server.
+	callers := map[string]map[string][]string{}
+	for k, imports := range fromTools {
+		for _, im := range imports {
+			if callers[im.Account] == nil {
+				callers[im.Account] = map[string][]string{}
+			}
+			callers[im.Account][im.Subject] = append(callers[im.Account][im.Subject], accounts[k].Name)
 		}
 	}
 
