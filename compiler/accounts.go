@@ -144,6 +144,7 @@ func (c *compilation) isolate() {
 	}
 	// One account name per module, not one string per instance.
 	moduleAccounts := map[string]string{}
+	others := 0 // accounts of one user each
 	for i := range p.Users {
 		u := &p.Users[i]
 		switch {
@@ -157,6 +158,7 @@ func (c *compilation) isolate() {
 			u.Account = a
 		default:
 			u.Account = accountOf(u)
+			others++
 		}
 	}
 
@@ -177,9 +179,11 @@ func (c *compilation) isolate() {
 
 	// The accounts in order of their first user, each with its users.
 	mesh := Account{Name: p.Account, JetStream: true}
-	var accounts []Account
-	var members [][]int    // members[account]: its users' indices
-	at := map[string]int{} // account name → index in accounts
+	// Sized once: an account is a few hundred bytes, and there are thousands.
+	naccounts := len(moduleAccounts) + others
+	accounts := make([]Account, 0, naccounts)
+	members := make([][]int, 0, naccounts) // members[account]: its users' indices
+	at := make(map[string]int, naccounts)  // account name → index in accounts
 	for i := range p.Users {
 		u := &p.Users[i]
 		if u.Kind == KindController {
@@ -204,6 +208,13 @@ func (c *compilation) isolate() {
 	fromTools := make([][]Import, len(accounts))              // the tools each imports
 	inParallel(len(accounts), func(k int) {
 		a := &accounts[k]
+		// Nearly every grant is an import, and each account imports JetStream's INFO: sized
+		// once, where growing thousands of lists by doubling was most of what this allocated.
+		n := 0
+		for _, i := range members[k] {
+			n += len(p.Users[i].Publish.Allow) + len(p.Users[i].Subscribe.Allow) + 1
+		}
+		a.Imports = make([]Import, 0, n)
 		importFromMesh := func(kind ExportKind, subject string, e int) {
 			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
 			fromMesh[k][e] = true

@@ -237,7 +237,7 @@ func (c *compilation) machines() {
 // in module name order.
 func (c *compilation) machine(n *catalogue.Node) []User {
 	name := n.Name.Value
-	var pub, sub granted
+	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
 	pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
 	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
 	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
@@ -282,7 +282,13 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	if len(m.Consumes) > 0 {
 		npub += 4 // consumerGrants
 	}
-	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(len(m.Tools))
+	perModule := c.ix.Catalogue.Mesh.PerModule()
+	nresponses := len(m.Tools)
+	if perModule {
+		npub += 2 // ServiceReplies and SiblingInboxes, below
+		nresponses = 0
+	}
+	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(nresponses)
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -319,7 +325,6 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
-	perModule := c.ix.Catalogue.Mesh.PerModule()
 	for _, t := range m.Tools {
 		// Only in the module's queue group: wherever the module runs, each call is served once.
 		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
@@ -528,8 +533,9 @@ func (c *compilation) consumers() {
 					continue
 				}
 				modSeen[r.Value] = true
-				var filters []string
-				var reads granted
+				// Most consumed entries are one subject each.
+				filters := make([]string, 0, len(m.Consumes))
+				reads := sizedGrants(len(m.Consumes))
 				for _, consumed := range m.Consumes {
 					cd := Consume(c.ix, consumed.Value)
 					filters = append(filters, cd.Subjects...)
