@@ -273,13 +273,19 @@ func (c *compilation) isolate() {
 	}
 	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(accounts[x].Name, accounts[y].Name) })
 	for e, x := range meshExports {
-		var importers []string
+		n := 0
+		for k := range fromMesh {
+			if fromMesh[k][e] {
+				n++
+			}
+		}
+		importers := make([]string, 0, n)
 		for _, k := range byName {
 			if fromMesh[k][e] {
 				importers = append(importers, accounts[k].Name)
 			}
 		}
-		if len(importers) > 0 {
+		if n > 0 {
 			mesh.Exports = append(mesh.Exports, Export{Kind: x.kind, Subject: x.subject, ResponseStream: x.responseStream, Accounts: importers})
 		}
 	}

@@ -208,13 +208,26 @@ func (c *compilation) machines() {
 	// Each machine's users are derived and finished on their own, on every core (deriving them is
 	// most of the compiler's time on a large mesh), and admitted in machine order: the plan and
 	// its user-duplicate findings are the same whichever machine finished first.
-	derived := make([][]User, len(nodes))
-	inParallel(len(nodes), func(i int) { derived[i] = c.machine(nodes[i]) })
-	for _, users := range derived {
-		for _, u := range users {
-			c.admit(u)
+	// Each writes its users into the plan's own list, at a place counted here, and admitting
+	// them moves each down over the duplicates dropped before it, if any: no user (hundreds of
+	// bytes each) is gathered into a list of its own and copied.
+	at := make([]int, len(nodes)+1)
+	for i, n := range nodes {
+		at[i+1] = at[i] + 1
+		for _, r := range n.Runs {
+			if c.ix.Modules[r.Value] != nil {
+				at[i+1]++
+			}
 		}
 	}
+	start := len(c.plan.Users)
+	c.plan.Users = slices.Grow(c.plan.Users, at[len(nodes)])
+	derived := c.plan.Users[start : start+at[len(nodes)]]
+	inParallel(len(nodes), func(i int) { c.machine(nodes[i], derived[at[i]:at[i+1]]) })
+	for i := range derived {
+		c.admit(derived[i]) // writes at or before derived[i]'s own place
+	}
+	clear(derived[len(c.plan.Users)-start:]) // what duplicates left behind
 	for _, n := range nodes {
 		if !n.Enrolling || n.Name.Value == "" {
 			// A nameless enrolment user would subscribe `_INBOX.enrol..>`, an inbox every nameless
@@ -233,9 +246,9 @@ func (c *compilation) machines() {
 	}
 }
 
-// machine derives one machine's users, finished: its host agent's, then one per module it runs,
-// in module name order.
-func (c *compilation) machine(n *catalogue.Node) []User {
+// machine derives one machine's users, finished, into users: its host agent's, then one per
+// module it runs that has a manifest, in module name order.
+func (c *compilation) machine(n *catalogue.Node, users []User) {
 	name := n.Name.Value
 	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
 	pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
@@ -243,20 +256,20 @@ func (c *compilation) machine(n *catalogue.Node) []User {
 	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
 	sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
 	sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
-	users := make([]User, 0, 1+len(n.Runs))
-	users = append(users, c.finish(User{
+	users[0] = c.finish(User{
 		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub},
-	}))
+	})
 	runs := slices.Clone(n.Runs)
 	slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
+	k := 1
 	for _, r := range runs {
 		if m := c.ix.Modules[r.Value]; m != nil {
-			users = append(users, c.finish(c.module(name, m, r.Pos)))
+			users[k] = c.finish(c.module(name, m, r.Pos))
+			k++
 		}
 	}
-	return users
 }
 
 // module derives one module's user on one machine: exactly what its manifest declares.
