@@ -515,30 +515,27 @@ func (c *compilation) consumers() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams
 	add := func(stream, user string, cfg jetstream.ConsumerConfig, source catalogue.Pos) {
-		cfg.Name = cfg.Durable
-		cfg.AckPolicy = jetstream.AckExplicitPolicy
-		// The controller's window, a holder's own handling or a machine's apply decides when a
-		// message is given up on; a server that dead-lettered first would discard it.
-		cfg.MaxDeliver = -1
-		if cfg.DeliverSubject == "" {
-			cfg.MaxRequestExpires = MaxPullExpires
-		}
-		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source, User: user})
+		c.plan.Consumers = append(c.plan.Consumers, consumer(stream, user, cfg, source))
 	}
 
 	if inv := c.ix.Catalogue.Inventory; inv != nil {
+		// Each machine's consumers are derived on every core, into places counted here in
+		// inventory order: a machine named twice gets its consumers once, from its first entry,
+		// and a module it runs twice gets one.
+		type machine struct {
+			node *catalogue.Node
+			runs []run // the consuming modules it runs, each once
+			at   int   // where its consumers go
+		}
+		var machines []machine
 		seen := map[string]bool{}
+		total := 0
 		for _, n := range inv.Nodes {
-			node := n.Name.Value
-			if seen[node] {
+			if seen[n.Name.Value] {
 				continue
 			}
-			seen[node] = true
-			add(NodesStream, NodeUser(node), withFilters(jetstream.ConsumerConfig{
-				Durable:        node,
-				DeliverSubject: DeliverNodes(node),
-				AckWait:        NodeAckWait,
-			}, Declaration(node)), n.Name.Pos)
+			seen[n.Name.Value] = true
+			x := machine{node: n, at: total}
 			modSeen := map[string]bool{}
 			for _, r := range n.Runs {
 				m := c.ix.Modules[r.Value]
@@ -546,21 +543,18 @@ func (c *compilation) consumers() {
 					continue
 				}
 				modSeen[r.Value] = true
-				// Most consumed entries are one subject each.
-				filters := make([]string, 0, len(m.Consumes))
-				reads := sizedGrants(len(m.Consumes))
-				for _, consumed := range m.Consumes {
-					cd := Consume(c.ix, consumed.Value)
-					filters = append(filters, cd.Subjects...)
-					reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
-				}
-				add(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
-					Durable: ModuleConsumer(node, m.Name.Value),
-					AckWait: s.Events.AckWait,
-				}, filters...), r.Pos)
-				c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads
+				x.runs = append(x.runs, run{m, r.Pos})
 			}
+			total += 1 + len(x.runs)
+			machines = append(machines, x)
 		}
+		start := len(c.plan.Consumers)
+		c.plan.Consumers = slices.Grow(c.plan.Consumers, total)[:start+total]
+		derived := c.plan.Consumers[start:]
+		inParallel(len(machines), func(i int) {
+			x := machines[i]
+			c.machineConsumers(x.node, x.runs, derived[x.at:x.at+1+len(x.runs)])
+		})
 	}
 	if follows := c.follows(); len(follows) > 0 {
 		add(EventsStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
@@ -580,6 +574,52 @@ func (c *compilation) consumers() {
 			add(SeatStream(seat.Name.Value), "", withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
 				SeatWork(seat.Name.Value)), seat.Name.Pos)
 		}
+	}
+}
+
+// run is a module a machine runs, and the inventory's entry saying so.
+type run struct {
+	module *catalogue.Module
+	source catalogue.Pos
+}
+
+// consumer is one durable consumer as the mesh asserts it.
+func consumer(stream, user string, cfg jetstream.ConsumerConfig, source catalogue.Pos) Consumer {
+	cfg.Name = cfg.Durable
+	cfg.AckPolicy = jetstream.AckExplicitPolicy
+	// The controller's window, a holder's own handling or a machine's apply decides when a
+	// message is given up on; a server that dead-lettered first would discard it.
+	cfg.MaxDeliver = -1
+	if cfg.DeliverSubject == "" {
+		cfg.MaxRequestExpires = MaxPullExpires
+	}
+	return Consumer{Stream: stream, Config: cfg, Source: source, User: user}
+}
+
+// machineConsumers derives one machine's consumers into out: its declarations' on NODES, then
+// one on EVENTS per consuming module it runs (runs, in order).
+func (c *compilation) machineConsumers(n *catalogue.Node, runs []run, out []Consumer) {
+	node := n.Name.Value
+	out[0] = consumer(NodesStream, NodeUser(node), withFilters(jetstream.ConsumerConfig{
+		Durable:        node,
+		DeliverSubject: DeliverNodes(node),
+		AckWait:        NodeAckWait,
+	}, Declaration(node)), n.Name.Pos)
+	for i, r := range runs {
+		m := r.module
+		// Most consumed entries are one subject each.
+		filters := make([]string, 0, len(m.Consumes))
+		reads := sizedGrants(len(m.Consumes))
+		for _, consumed := range m.Consumes {
+			cd := Consume(c.ix, consumed.Value)
+			filters = append(filters, cd.Subjects...)
+			reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
+		}
+		out[1+i] = consumer(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
+			Durable: ModuleConsumer(node, m.Name.Value),
+			AckWait: c.ix.Catalogue.Mesh.Streams.Events.AckWait,
+		}, filters...), r.source)
+		out[1+i].Reads = reads
 	}
 }
 
