@@ -40,7 +40,25 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix,
+	c := newCompilation(ix, false)
+	c.compile()
+	return c.plan, c.findings.Sorted()
+}
+
+// Findings are Compile's findings without the plan: the same derivation, leaving out what only
+// the plan's readers need and no finding comes from (a user's grants sorted for review, the
+// accounts' exports and imports and the served tools when no operator's keys are checked
+// against them, the ownership mark, the order and check). It is what `meshc lint` reports when
+// it emits nothing, a third less of the compiler's work at 10,000 modules (BENCHMARKS.md);
+// TestFindingsAreCompilesFindings holds the two to the same findings.
+func Findings(ix *catalogue.Index) catalogue.Findings {
+	c := newCompilation(ix, true)
+	c.compile()
+	return c.findings.Sorted()
+}
+
+func newCompilation(ix *catalogue.Index, findingsOnly bool) *compilation {
+	c := &compilation{ix: ix, findingsOnly: findingsOnly,
 		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
@@ -56,24 +74,35 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.plan.Users = make([]User, 0, users)
 	c.users = make(map[string]catalogue.Pos, users)
 	c.plan.Consumers = make([]Consumer, 0, consumers)
+	return c
+}
+
+func (c *compilation) compile() {
 	c.controller()
 	c.machines()
 	c.people()
 	c.streams()
 	c.consumers()
 	c.credentials()
-	c.isolate()
-	c.servedTools()
+	// In operator mode every account's key is checked (accountKeys), so the accounts and the
+	// tools they serve are derived for findings too.
+	accounts := !c.findingsOnly || c.plan.Operator != nil
+	if accounts {
+		c.isolate()
+		c.servedTools()
+	}
 	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.limits()
+	if c.findingsOnly {
+		return
+	}
 	c.plan.Mark()
 
 	// Sorted and checked once, here: emit and apply trust a checked plan. What fails the check
 	// has a finding of its own (user-duplicate, name, stream-overlap), so the error adds nothing.
 	_ = c.plan.Check()
-	return c.plan, c.findings.Sorted()
 }
 
 type compilation struct {
@@ -82,6 +111,8 @@ type compilation struct {
 	findings catalogue.Findings
 	// users maps each username to where it was first derived from, for user-duplicate.
 	users map[string]catalogue.Pos
+	// findingsOnly derives what the findings need, not the whole plan (Findings).
+	findingsOnly bool
 }
 
 // addUser finishes a user and admits it.
@@ -95,7 +126,9 @@ func (c *compilation) addUser(u User) {
 func (c *compilation) finish(u User) User {
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
-	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
+	if !c.findingsOnly {
+		u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
+	}
 	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
 	// user's public key.
 	switch recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); {
