@@ -86,7 +86,7 @@ type meshExport struct {
 
 // meshExports are the kinds of the table in docs/nats.md, "What each flow needs", in the order they
 // are written.
-var meshExports = []meshExport{
+var meshExports = [...]meshExport{
 	{ServiceExport, ModuleEvent("*", ">"), false},
 	{ServiceExport, SeatEvent("*", ">"), false},
 	{ServiceExport, Work("*", "*"), false},
@@ -110,8 +110,11 @@ func meshExportFor(kind ExportKind, subject string) int {
 	return -1
 }
 
+// jetStreamInfoExport is the mesh export every account imports.
+var jetStreamInfoExport = meshExportFor(ServiceExport, JetStreamInfo)
+
 // isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool).
-func isTool(subject string) bool { return Covers(Tool("*", "*"), subject) }
+func isTool(subject string) bool { return Covers(everyTool, subject) }
 
 // accountOf is the account a user other than the controller lives in: its module's for a module
 // instance, its own for every other principal.
@@ -139,6 +142,25 @@ func (c *compilation) isolate() {
 	if !c.ix.Catalogue.Mesh.PerModule() {
 		return
 	}
+	// One account name per module, not one string per instance.
+	moduleAccounts := map[string]string{}
+	others := 0 // accounts of one user each
+	for i := range p.Users {
+		u := &p.Users[i]
+		switch {
+		case u.Kind == KindController:
+		case u.Kind == KindModule:
+			a, ok := moduleAccounts[u.Module]
+			if !ok {
+				a = accountOf(u)
+				moduleAccounts[u.Module] = a
+			}
+			u.Account = a
+		default:
+			u.Account = accountOf(u)
+			others++
+		}
+	}
 
 	// Who serves each tool: the account of the module serving it.
 	servers := map[string]string{}
@@ -149,36 +171,53 @@ func (c *compilation) isolate() {
 		}
 		for _, s := range u.Subscribe.Allow {
 			if subject, _ := SplitQueue(s); isTool(subject) {
-				servers[subject] = accountOf(u)
+				servers[subject] = u.Account
 			}
 		}
 	}
 	tools := slices.Sorted(maps.Keys(servers))
 
-	meshImporters := make([][]string, len(meshExports))
-	// callers[server account][tool] are the accounts importing that tool from that server.
-	callers := map[string]map[string][]string{}
+	// The accounts in order of their first user, each with its users.
 	mesh := Account{Name: p.Account, JetStream: true}
-	var accounts []Account
-	at := map[string]int{} // account name → index in accounts
+	// Sized once: an account is a few hundred bytes, and there are thousands.
+	naccounts := len(moduleAccounts) + others
+	accounts := make([]Account, 0, naccounts)
+	members := make([][]int, 0, naccounts) // members[account]: its users' indices
+	at := make(map[string]int, naccounts)  // account name → index in accounts
 	for i := range p.Users {
 		u := &p.Users[i]
 		if u.Kind == KindController {
 			mesh.Users = append(mesh.Users, u.Name)
 			continue
 		}
-		u.Account = accountOf(u)
 		k, ok := at[u.Account]
 		if !ok {
 			k = len(accounts)
 			at[u.Account] = k
 			accounts = append(accounts, Account{Name: u.Account})
+			members = append(members, nil)
 		}
+		accounts[k].Users = append(accounts[k].Users, u.Name)
+		members[k] = append(members[k], i)
+	}
+
+	// What each account's users' grants import, worked out for every account at once: matching
+	// every grant against the exports and tools is most of this. An account's imports are its
+	// users' in user order, whichever account finished first.
+	fromMesh := make([][len(meshExports)]bool, len(accounts)) // the mesh exports each imports
+	fromTools := make([][]Import, len(accounts))              // the tools each imports
+	inParallel(len(accounts), func(k int) {
 		a := &accounts[k]
-		a.Users = append(a.Users, u.Name)
-		fromMesh := func(kind ExportKind, subject string, e int) {
+		// Nearly every grant is an import, and each account imports JetStream's INFO: sized
+		// once, where growing thousands of lists by doubling was most of what this allocated.
+		n := 0
+		for _, i := range members[k] {
+			n += len(p.Users[i].Publish.Allow) + len(p.Users[i].Subscribe.Allow) + 1
+		}
+		a.Imports = make([]Import, 0, n)
+		importFromMesh := func(kind ExportKind, subject string, e int) {
 			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
-			meshImporters[e] = append(meshImporters[e], a.Name)
+			fromMesh[k][e] = true
 		}
 		fromServer := func(tool string) {
 			server, ok := servers[tool]
@@ -186,46 +225,72 @@ func (c *compilation) isolate() {
 				return // nobody serves it, or its own module does: served in this account
 			}
 			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
-			if callers[server] == nil {
-				callers[server] = map[string][]string{}
-			}
-			callers[server][tool] = append(callers[server][tool], a.Name)
+			fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
 		}
-		for _, s := range u.Publish.Allow {
-			switch {
-			case isTool(s) && !strings.ContainsAny(s, "*>"):
-				fromServer(s)
-			case isTool(s):
-				for _, t := range tools {
-					if Covers(s, t) {
-						fromServer(t)
+		for _, i := range members[k] {
+			u := &p.Users[i]
+			for _, s := range u.Publish.Allow {
+				switch {
+				case isTool(s) && !strings.ContainsAny(s, "*>"):
+					fromServer(s)
+				case isTool(s):
+					for _, t := range tools {
+						if Covers(s, t) {
+							fromServer(t)
+						}
+					}
+				default:
+					if e := meshExportFor(ServiceExport, s); e >= 0 {
+						importFromMesh(ServiceExport, s, e)
 					}
 				}
-			default:
-				if e := meshExportFor(ServiceExport, s); e >= 0 {
-					fromMesh(ServiceExport, s, e)
+			}
+			for _, s := range u.Subscribe.Allow {
+				if e := meshExportFor(StreamExport, s); e >= 0 {
+					importFromMesh(StreamExport, s, e)
 				}
 			}
+			// Never granted to a user: it only keeps the server from answering twice
+			// (docs/nats.md, "Traps").
+			importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
 		}
-		for _, s := range u.Subscribe.Allow {
-			if e := meshExportFor(StreamExport, s); e >= 0 {
-				fromMesh(StreamExport, s, e)
+	})
+	// callers[server account][tool] are the accounts importing that tool from that server.
+	callers := map[string]map[string][]string{}
+	for k, imports := range fromTools {
+		for _, im := range imports {
+			if callers[im.Account] == nil {
+				callers[im.Account] = map[string][]string{}
 			}
+			callers[im.Account][im.Subject] = append(callers[im.Account][im.Subject], accounts[k].Name)
 		}
-		// Never granted to a user: it only keeps the server from answering twice (docs/nats.md,
-		// "Traps").
-		fromMesh(ServiceExport, JetStreamInfo, meshExportFor(ServiceExport, JetStreamInfo))
 	}
 
-	for e, importers := range meshImporters {
-		if len(importers) == 0 {
-			continue
+	// Each mesh export names its importers sorted: the accounts taken in name order once.
+	byName := make([]int, len(accounts))
+	for k := range byName {
+		byName[k] = k
+	}
+	slices.SortFunc(byName, func(x, y int) int { return strings.Compare(accounts[x].Name, accounts[y].Name) })
+	for e, x := range meshExports {
+		n := 0
+		for k := range fromMesh {
+			if fromMesh[k][e] {
+				n++
+			}
 		}
-		x := meshExports[e]
-		mesh.Exports = append(mesh.Exports, Export{Kind: x.kind, Subject: x.subject, ResponseStream: x.responseStream, Accounts: sortedSet(importers)})
+		importers := make([]string, 0, n)
+		for _, k := range byName {
+			if fromMesh[k][e] {
+				importers = append(importers, accounts[k].Name)
+			}
+		}
+		if n > 0 {
+			mesh.Exports = append(mesh.Exports, Export{Kind: x.kind, Subject: x.subject, ResponseStream: x.responseStream, Accounts: importers})
+		}
 	}
 	slices.SortFunc(mesh.Exports, func(x, y Export) int { return strings.Compare(x.Subject, y.Subject) })
-	for i := range accounts {
+	inParallel(len(accounts), func(i int) {
 		a := &accounts[i]
 		for tool, to := range callers[a.Name] {
 			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to)})
@@ -238,7 +303,7 @@ func (c *compilation) isolate() {
 			return strings.Compare(x.Account, y.Account)
 		})
 		a.Imports = slices.Compact(a.Imports)
-	}
+	})
 	p.Accounts = append([]Account{mesh}, accounts...)
 }
 

@@ -116,25 +116,33 @@ func (c *compilation) servedTools() {
 		}
 	}
 	subjects := slices.Sorted(maps.Keys(tools))
-	for i := range p.Users {
+	// The tools each user calls, found for every user at once (matching each grant is most of
+	// this), then added to the tools' callers in user order.
+	calls := make([][]*ServedTool, len(p.Users))
+	inParallel(len(p.Users), func(i int) {
 		u := &p.Users[i]
 		if u.Kind == KindController {
-			continue
+			return
 		}
 		for _, s := range u.Publish.Allow {
 			switch {
 			case !isTool(s):
 			case !strings.ContainsAny(s, "*>"):
 				if t := tools[s]; t != nil {
-					t.Callers = append(t.Callers, u.Account)
+					calls[i] = append(calls[i], t)
 				}
 			default:
 				for _, subject := range subjects {
 					if Covers(s, subject) {
-						tools[subject].Callers = append(tools[subject].Callers, u.Account)
+						calls[i] = append(calls[i], tools[subject])
 					}
 				}
 			}
+		}
+	})
+	for i, called := range calls {
+		for _, t := range called {
+			t.Callers = append(t.Callers, p.Users[i].Account)
 		}
 	}
 	p.Tools = make([]ServedTool, 0, len(tools))

@@ -40,7 +40,25 @@ const NodeAckWait = 5 * time.Minute
 // declares) is left out, and lint says why. Its own findings are the three rules that need the
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
-	c := &compilation{ix: ix,
+	c := newCompilation(ix, false)
+	c.compile()
+	return c.plan, c.findings.Sorted()
+}
+
+// Findings are Compile's findings without the plan: the same derivation, leaving out what only
+// the plan's readers need and no finding comes from (a user's grants sorted for review, the
+// accounts' exports and imports and the served tools when no operator's keys are checked
+// against them, the ownership mark, the order and check). It is what `meshc lint` reports when
+// it emits nothing, a third less of the compiler's work at 10,000 modules (BENCHMARKS.md);
+// TestFindingsAreCompilesFindings holds the two to the same findings.
+func Findings(ix *catalogue.Index) catalogue.Findings {
+	c := newCompilation(ix, true)
+	c.compile()
+	return c.findings.Sorted()
+}
+
+func newCompilation(ix *catalogue.Index, findingsOnly bool) *compilation {
+	c := &compilation{ix: ix, findingsOnly: findingsOnly,
 		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue), Catalogue: ix.Catalogue.Mesh.ID.Value}}
 	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
 	// thousands of them by doubling copies them over and over.
@@ -56,24 +74,35 @@ func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c.plan.Users = make([]User, 0, users)
 	c.users = make(map[string]catalogue.Pos, users)
 	c.plan.Consumers = make([]Consumer, 0, consumers)
+	return c
+}
+
+func (c *compilation) compile() {
 	c.controller()
 	c.machines()
 	c.people()
 	c.streams()
 	c.consumers()
 	c.credentials()
-	c.isolate()
-	c.servedTools()
+	// In operator mode every account's key is checked (accountKeys), so the accounts and the
+	// tools they serve are derived for findings too.
+	accounts := !c.findingsOnly || c.plan.Operator != nil
+	if accounts {
+		c.isolate()
+		c.servedTools()
+	}
 	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
 	c.roomForConsumers()
 	c.limits()
+	if c.findingsOnly {
+		return
+	}
 	c.plan.Mark()
 
 	// Sorted and checked once, here: emit and apply trust a checked plan. What fails the check
 	// has a finding of its own (user-duplicate, name, stream-overlap), so the error adds nothing.
 	_ = c.plan.Check()
-	return c.plan, c.findings.Sorted()
 }
 
 type compilation struct {
@@ -82,23 +111,24 @@ type compilation struct {
 	findings catalogue.Findings
 	// users maps each username to where it was first derived from, for user-duplicate.
 	users map[string]catalogue.Pos
+	// findingsOnly derives what the findings need, not the whole plan (Findings).
+	findingsOnly bool
 }
 
-// addUser appends a user unless one by that name exists, which is refused naming both sources
-// rather than left to whichever the server happened to read last.
+// addUser finishes a user and admits it.
 func (c *compilation) addUser(u User) {
-	if first, dup := c.users[u.Name]; dup {
-		later, earlier := u.Source, first
-		if later.Compare(earlier) < 0 {
-			later, earlier = earlier, later
-		}
-		c.findings = append(c.findings, withRelated(RuleUserDuplicate.At(later, "bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name), []catalogue.Related{{Pos: earlier, Message: "first derived here"}}))
-		return
-	}
-	c.users[u.Name] = u.Source
+	c.admit(c.finish(u))
+}
+
+// finish makes a derived user what the server reads: its permissions minimised, its grants
+// sorted, its recorded credential. It reads only the user and the catalogue, so users are
+// finished on several goroutines at once.
+func (c *compilation) finish(u User) User {
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
-	u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
+	if !c.findingsOnly {
+		u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
+	}
 	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
 	// user's public key.
 	switch recorded, _ := c.ix.Catalogue.Credentials.Hash(u.Name); {
@@ -109,6 +139,21 @@ func (c *compilation) addUser(u User) {
 	default:
 		u.Hash = recorded
 	}
+	return u
+}
+
+// admit appends a finished user unless one by that name exists, which is refused naming both
+// sources rather than left to whichever the server happened to read last.
+func (c *compilation) admit(u User) {
+	if first, dup := c.users[u.Name]; dup {
+		later, earlier := u.Source, first
+		if later.Compare(earlier) < 0 {
+			later, earlier = earlier, later
+		}
+		c.findings = append(c.findings, withRelated(RuleUserDuplicate.At(later, "bus user %s is derived twice; remove the repeated entry so the user comes from one declaration", u.Name), []catalogue.Related{{Pos: earlier, Message: "first derived here"}}))
+		return
+	}
+	c.users[u.Name] = u.Source
 	c.plan.Users = append(c.plan.Users, u)
 }
 
@@ -193,27 +238,29 @@ func (c *compilation) machines() {
 	}
 	nodes := slices.Clone(inv.Nodes)
 	slices.SortStableFunc(nodes, func(a, b *catalogue.Node) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
-	for _, n := range nodes {
-		name := n.Name.Value
-		var pub, sub granted
-		pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
-		pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
-		sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
-		sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
-		c.addUser(User{
-			Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
-			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-			Grants: Grants{Publish: pub, Subscribe: sub},
-		})
-		runs := slices.Clone(n.Runs)
-		slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
-		for _, r := range runs {
-			if m := c.ix.Modules[r.Value]; m != nil {
-				c.module(name, m, r.Pos)
+	// Each machine's users are derived and finished on their own, on every core (deriving them is
+	// most of the compiler's time on a large mesh), and admitted in machine order: the plan and
+	// its user-duplicate findings are the same whichever machine finished first.
+	// Each writes its users into the plan's own list, at a place counted here, and admitting
+	// them moves each down over the duplicates dropped before it, if any: no user (hundreds of
+	// bytes each) is gathered into a list of its own and copied.
+	at := make([]int, len(nodes)+1)
+	for i, n := range nodes {
+		at[i+1] = at[i] + 1
+		for _, r := range n.Runs {
+			if c.ix.Modules[r.Value] != nil {
+				at[i+1]++
 			}
 		}
 	}
+	start := len(c.plan.Users)
+	c.plan.Users = slices.Grow(c.plan.Users, at[len(nodes)])
+	derived := c.plan.Users[start : start+at[len(nodes)]]
+	inParallel(len(nodes), func(i int) { c.machine(nodes[i], derived[at[i]:at[i+1]]) })
+	for i := range derived {
+		c.admit(derived[i]) // writes at or before derived[i]'s own place
+	}
+	clear(derived[len(c.plan.Users)-start:]) // what duplicates left behind
 	for _, n := range nodes {
 		if !n.Enrolling || n.Name.Value == "" {
 			// A nameless enrolment user would subscribe `_INBOX.enrol..>`, an inbox every nameless
@@ -232,8 +279,34 @@ func (c *compilation) machines() {
 	}
 }
 
+// machine derives one machine's users, finished, into users: its host agent's, then one per
+// module it runs that has a manifest, in module name order.
+func (c *compilation) machine(n *catalogue.Node, users []User) {
+	name := n.Name.Value
+	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
+	pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
+	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
+	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
+	sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
+	sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
+	users[0] = c.finish(User{
+		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants: Grants{Publish: pub, Subscribe: sub},
+	})
+	runs := slices.Clone(n.Runs)
+	slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
+	k := 1
+	for _, r := range runs {
+		if m := c.ix.Modules[r.Value]; m != nil {
+			users[k] = c.finish(c.module(name, m, r.Pos))
+			k++
+		}
+	}
+}
+
 // module derives one module's user on one machine: exactly what its manifest declares.
-func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) {
+func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) User {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
 	// Sized once, from the grants counted below: a grant is about a hundred bytes, and growing
@@ -255,7 +328,13 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	if len(m.Consumes) > 0 {
 		npub += 4 // consumerGrants
 	}
-	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(len(m.Tools))
+	perModule := c.ix.Catalogue.Mesh.PerModule()
+	nresponses := len(m.Tools)
+	if perModule {
+		npub += 2 // ServiceReplies and SiblingInboxes, below
+		nresponses = 0
+	}
+	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(nresponses)
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -292,7 +371,6 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
-	perModule := c.ix.Catalogue.Mesh.PerModule()
 	for _, t := range m.Tools {
 		// Only in the module's queue group: wherever the module runs, each call is served once.
 		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
@@ -314,14 +392,14 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
 		}
 	}
-	c.addUser(User{
+	return User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
 		// One reply to a request it actually received: only a module that serves a tool, in
 		// one account, answers this way.
 		AllowResponses: len(responses) > 0,
-	})
+	}
 }
 
 // people derives a user per person: the tools they may ask, and their inbox. No events, no
@@ -470,30 +548,27 @@ func (c *compilation) consumers() {
 	mesh := c.ix.Catalogue.Mesh
 	s := mesh.Streams
 	add := func(stream, user string, cfg jetstream.ConsumerConfig, source catalogue.Pos) {
-		cfg.Name = cfg.Durable
-		cfg.AckPolicy = jetstream.AckExplicitPolicy
-		// The controller's window, a holder's own handling or a machine's apply decides when a
-		// message is given up on; a server that dead-lettered first would discard it.
-		cfg.MaxDeliver = -1
-		if cfg.DeliverSubject == "" {
-			cfg.MaxRequestExpires = MaxPullExpires
-		}
-		c.plan.Consumers = append(c.plan.Consumers, Consumer{Stream: stream, Config: cfg, Source: source, User: user})
+		c.plan.Consumers = append(c.plan.Consumers, consumer(stream, user, cfg, source))
 	}
 
 	if inv := c.ix.Catalogue.Inventory; inv != nil {
+		// Each machine's consumers are derived on every core, into places counted here in
+		// inventory order: a machine named twice gets its consumers once, from its first entry,
+		// and a module it runs twice gets one.
+		type machine struct {
+			node *catalogue.Node
+			runs []run // the consuming modules it runs, each once
+			at   int   // where its consumers go
+		}
+		var machines []machine
 		seen := map[string]bool{}
+		total := 0
 		for _, n := range inv.Nodes {
-			node := n.Name.Value
-			if seen[node] {
+			if seen[n.Name.Value] {
 				continue
 			}
-			seen[node] = true
-			add(NodesStream, NodeUser(node), withFilters(jetstream.ConsumerConfig{
-				Durable:        node,
-				DeliverSubject: DeliverNodes(node),
-				AckWait:        NodeAckWait,
-			}, Declaration(node)), n.Name.Pos)
+			seen[n.Name.Value] = true
+			x := machine{node: n, at: total}
 			modSeen := map[string]bool{}
 			for _, r := range n.Runs {
 				m := c.ix.Modules[r.Value]
@@ -501,20 +576,18 @@ func (c *compilation) consumers() {
 					continue
 				}
 				modSeen[r.Value] = true
-				var filters []string
-				var reads granted
-				for _, consumed := range m.Consumes {
-					cd := Consume(c.ix, consumed.Value)
-					filters = append(filters, cd.Subjects...)
-					reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
-				}
-				add(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
-					Durable: ModuleConsumer(node, m.Name.Value),
-					AckWait: s.Events.AckWait,
-				}, filters...), r.Pos)
-				c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads
+				x.runs = append(x.runs, run{m, r.Pos})
 			}
+			total += 1 + len(x.runs)
+			machines = append(machines, x)
 		}
+		start := len(c.plan.Consumers)
+		c.plan.Consumers = slices.Grow(c.plan.Consumers, total)[:start+total]
+		derived := c.plan.Consumers[start:]
+		inParallel(len(machines), func(i int) {
+			x := machines[i]
+			c.machineConsumers(x.node, x.runs, derived[x.at:x.at+1+len(x.runs)])
+		})
 	}
 	if follows := c.follows(); len(follows) > 0 {
 		add(EventsStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
@@ -534,6 +607,52 @@ func (c *compilation) consumers() {
 			add(SeatStream(seat.Name.Value), "", withFilters(jetstream.ConsumerConfig{Durable: HolderConsumer, AckWait: s.Seats.AckWait},
 				SeatWork(seat.Name.Value)), seat.Name.Pos)
 		}
+	}
+}
+
+// run is a module a machine runs, and the inventory's entry saying so.
+type run struct {
+	module *catalogue.Module
+	source catalogue.Pos
+}
+
+// consumer is one durable consumer as the mesh asserts it.
+func consumer(stream, user string, cfg jetstream.ConsumerConfig, source catalogue.Pos) Consumer {
+	cfg.Name = cfg.Durable
+	cfg.AckPolicy = jetstream.AckExplicitPolicy
+	// The controller's window, a holder's own handling or a machine's apply decides when a
+	// message is given up on; a server that dead-lettered first would discard it.
+	cfg.MaxDeliver = -1
+	if cfg.DeliverSubject == "" {
+		cfg.MaxRequestExpires = MaxPullExpires
+	}
+	return Consumer{Stream: stream, Config: cfg, Source: source, User: user}
+}
+
+// machineConsumers derives one machine's consumers into out: its declarations' on NODES, then
+// one on EVENTS per consuming module it runs (runs, in order).
+func (c *compilation) machineConsumers(n *catalogue.Node, runs []run, out []Consumer) {
+	node := n.Name.Value
+	out[0] = consumer(NodesStream, NodeUser(node), withFilters(jetstream.ConsumerConfig{
+		Durable:        node,
+		DeliverSubject: DeliverNodes(node),
+		AckWait:        NodeAckWait,
+	}, Declaration(node)), n.Name.Pos)
+	for i, r := range runs {
+		m := r.module
+		// Most consumed entries are one subject each.
+		filters := make([]string, 0, len(m.Consumes))
+		reads := sizedGrants(len(m.Consumes))
+		for _, consumed := range m.Consumes {
+			cd := Consume(c.ix, consumed.Value)
+			filters = append(filters, cd.Subjects...)
+			reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
+		}
+		out[1+i] = consumer(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
+			Durable: ModuleConsumer(node, m.Name.Value),
+			AckWait: c.ix.Catalogue.Mesh.Streams.Events.AckWait,
+		}, filters...), r.source)
+		out[1+i].Reads = reads
 	}
 }
 

@@ -449,3 +449,37 @@ func TestAStreamPastTheDefaultConsumerLimitGetsRoom(t *testing.T) {
 		t.Errorf("NODES with 1,000 consumers: max_consumers %d, want the server's default (0)", got)
 	}
 }
+
+// Covers agrees with the rule read token by token from split subjects, on random patterns of
+// literal, empty and wildcard tokens, `>` anywhere included.
+func TestCoversIsTheTokenRule(t *testing.T) {
+	covers := func(wide, narrow string) bool {
+		w, n := strings.Split(wide, "."), strings.Split(narrow, ".")
+		for i, wt := range w {
+			switch {
+			case wt == ">":
+				return i < len(n)
+			case i >= len(n):
+				return false
+			case n[i] == ">", wt != "*" && wt != n[i]:
+				return false
+			}
+		}
+		return len(w) == len(n)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	tokens := []string{"a", "b", "ab", "*", ">", ""}
+	subject := func() string {
+		parts := make([]string, 1+rng.IntN(4))
+		for i := range parts {
+			parts[i] = tokens[rng.IntN(len(tokens))]
+		}
+		return strings.Join(parts, ".")
+	}
+	for range 200_000 {
+		wide, narrow := subject(), subject()
+		if got, want := Covers(wide, narrow), covers(wide, narrow); got != want {
+			t.Fatalf("Covers(%q, %q) = %v, the token rule says %v", wide, narrow, got, want)
+		}
+	}
+}

@@ -11,9 +11,19 @@ import (
 // agreement checks and the review all ask it. Both sides are read token by token in place:
 // Minimise runs it for every grant of every user.
 func Covers(wide, narrow string) bool {
+	// Each token is found by a loop over its bytes: tokens are a few bytes long, and
+	// strings.Cut's general search was a sixth of the compiler's time.
 	for {
-		wt, wrest, wmore := strings.Cut(wide, ".")
-		nt, nrest, nmore := strings.Cut(narrow, ".")
+		w := 0
+		for w < len(wide) && wide[w] != '.' {
+			w++
+		}
+		n := 0
+		for n < len(narrow) && narrow[n] != '.' {
+			n++
+		}
+		wt, nt := wide[:w], narrow[:n]
+		wmore, nmore := w < len(wide), n < len(narrow)
 		switch {
 		case wt == ">":
 			return true
@@ -22,7 +32,7 @@ func Covers(wide, narrow string) bool {
 		case !wmore || !nmore:
 			return wmore == nmore
 		}
-		wide, narrow = wrest, nrest
+		wide, narrow = wide[w+1:], narrow[n+1:]
 	}
 }
 

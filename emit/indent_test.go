@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
 )
 
@@ -66,4 +67,55 @@ func TestIndentJSONIsJSONIndent(t *testing.T) {
 		same(encode([]any{value(0), value(0)}))
 	}
 	same(encode(planFile{Streams: []jetstream.StreamConfig{compilertest.MeshPlan(3, jetstream.FileStorage).Streams[0].Config}}))
+}
+
+// encodePlanFile writes what encoding the whole file at once writes, byte for byte: the example
+// mesh's plan in both isolations (streams, consumers with filters and metadata, tools with
+// callers), and the edge cases of a list — empty, nil, one element — with HTML characters left
+// as they are.
+func TestPlanJSONEncodesAsOneValue(t *testing.T) {
+	whole := func(f planFile) []byte {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	piecewise := func(f planFile) []byte {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := encodePlanFile(&b, enc, f); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	files := map[string]planFile{
+		"nil lists":   {},
+		"empty lists": {Streams: []jetstream.StreamConfig{}, Consumers: []planConsumer{}, Tools: []compiler.ServedTool{}},
+		"one each": {Streams: []jetstream.StreamConfig{{Name: "A", Subjects: []string{"a.<&>.>"}}},
+			Consumers: []planConsumer{{Stream: "A", Config: jetstream.ConsumerConfig{Durable: "c", FilterSubject: "a.*"}}},
+			Tools:     []compiler.ServedTool{{Subject: "mesh.mod.m.tool.t", Callers: []string{}}}},
+	}
+	for _, isolation := range []string{"shared-account", "account-per-module"} {
+		p := examplePlan(t, isolation)
+		f := planFile{Tools: p.Tools}
+		for _, s := range p.Streams {
+			f.Streams = append(f.Streams, s.Config)
+		}
+		for _, c := range p.Consumers {
+			f.Consumers = append(f.Consumers, planConsumer{Stream: c.Stream, Config: c.Config})
+		}
+		if len(f.Streams) < 2 || len(f.Consumers) < 2 || len(f.Tools) < 2 {
+			t.Fatalf("the example plan (%s) has too little to compare: %d streams, %d consumers, %d tools", isolation, len(f.Streams), len(f.Consumers), len(f.Tools))
+		}
+		files["example, "+isolation] = f
+	}
+	for name, f := range files {
+		if got, want := piecewise(f), whole(f); !bytes.Equal(got, want) {
+			t.Errorf("%s: piecewise\n%s\nwhole\n%s", name, got, want)
+		}
+	}
 }

@@ -51,13 +51,55 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	enc := json.NewEncoder(&compact)
 	// Subjects read as subjects: `>` rather than `\u003e`.
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(f); err != nil {
+	if err := encodePlanFile(&compact, enc, f); err != nil {
 		return nil, fmt.Errorf("encode plan.json: %w", err)
 	}
 	// Indented in one pass into a buffer sized once: the encoder's own indenting grows its
 	// buffer by doubling through the whole file, megabytes at 10,000 modules (BENCHMARKS.md).
 	// Indenting adds about half (1.48x at 10,000 modules).
 	return indentJSON(make([]byte, 0, compact.Len()*3/2+4096), compact.Bytes()), nil
+}
+
+// encodePlanFile writes f as enc.Encode(f) would, byte for byte (TestPlanJSONEncodesAsOneValue),
+// one stream, consumer and tool at a time: encoding/json encodes a value into a buffer of its own
+// before writing it, and for the whole file that buffer grew by doubling through megabytes at
+// 10,000 modules; for one object it is a small buffer the encoder reuses.
+func encodePlanFile(w *bytes.Buffer, enc *json.Encoder, f planFile) error {
+	w.WriteString(`{"streams":`)
+	if err := encodeList(w, enc, f.Streams); err != nil {
+		return err
+	}
+	w.WriteString(`,"consumers":`)
+	if err := encodeList(w, enc, f.Consumers); err != nil {
+		return err
+	}
+	w.WriteString(`,"tools":`)
+	if err := encodeList(w, enc, f.Tools); err != nil {
+		return err
+	}
+	w.WriteString("}\n")
+	return nil
+}
+
+// encodeList writes a list as enc.Encode would inside a value: null for nil, else its elements
+// between brackets, comma-separated, without the newline Encode ends each with.
+func encodeList[T any](w *bytes.Buffer, enc *json.Encoder, list []T) error {
+	if list == nil {
+		w.WriteString("null")
+		return nil
+	}
+	w.WriteByte('[')
+	for i := range list {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		if err := enc.Encode(&list[i]); err != nil {
+			return err
+		}
+		w.Truncate(w.Len() - 1) // Encode's newline
+	}
+	w.WriteByte(']')
+	return nil
 }
 
 // compactSizeHint guesses plan.json's size before indenting, so the encoder's buffer is not

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -112,7 +113,7 @@ func (f *filterSet) matches(subject string) bool {
 func (l *linter) checkAgreement() {
 	ix := l.ix
 	emitted := compiler.Emitted(ix)
-	published := newSubjectSet(sortedKeys(emitted))
+	published := newSubjectSet(slices.Collect(maps.Keys(emitted))) // a set: its order never shows
 	// Sized once, as the sets above: on a large catalogue these maps hold hundreds of thousands.
 	consumes, tools := 0, 0
 	for _, m := range ix.Catalogue.Modules {

@@ -17,8 +17,11 @@ import (
 // The checks run from the most specific to the most general, and every finding marks the value
 // it is about: a later check skips a marked value, so one bad value gets one finding, from the
 // rule that says most precisely what to do (README.md, "The rules").
+//
+// Run asks the compiler for its findings alone (compiler.Findings): a caller that goes on to use
+// the plan calls Check.
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
-	findings, _ := Check(c, loaded)
+	findings, _ := lintCatalogue(c, loaded, false)
 	return findings
 }
 
@@ -26,6 +29,10 @@ func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 // goes on to emit or apply does not compile the catalogue a second time. The plan is only worth
 // using when the findings hold no error.
 func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
+	return lintCatalogue(c, loaded, true)
+}
+
+func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool) (catalogue.Findings, *compiler.Plan) {
 	l := &linter{ix: catalogue.NewIndex(c), loaded: loaded, marked: map[catalogue.Pos]bool{}}
 
 	// The compiler only reads the catalogue and its index, as the checks below do, so it runs
@@ -36,6 +43,10 @@ func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Finding
 	}
 	compiled := make(chan compilation, 1)
 	go func() {
+		if !plan {
+			compiled <- compilation{nil, compiler.Findings(l.ix)}
+			return
+		}
 		p, f := compiler.Compile(l.ix)
 		compiled <- compilation{p, f}
 	}()

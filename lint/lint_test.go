@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/synth"
 )
 
 // The rule tests are catalogues in testdata/rules/*.txtar whose offending lines say what they
@@ -254,4 +256,68 @@ approve:
 module: m
 `))
 	check(t, lintArchive(t, a), cataloguetest.Wants(t, a))
+}
+
+// Run asks the compiler for its findings alone (compiler.Findings), Check for the whole plan:
+// the two report the same findings, byte for byte, on every rule archive (firing and quiet, every
+// isolation and auth, operator mode's account keys included), the example mesh in both
+// isolations, and synthetic meshes, so leaving the plan out never drops a finding.
+func TestFindingsAreCompilesFindings(t *testing.T) {
+	type lintable struct {
+		c      *catalogue.Catalogue
+		loaded catalogue.Findings
+	}
+	cases := map[string]lintable{}
+	archives, _ := filepath.Glob("testdata/rules/*.txtar")
+	for _, path := range archives {
+		a, err := txtar.ParseFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, loaded, err := catalogue.Load(cataloguetest.Write(t, a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[path] = lintable{c, loaded}
+	}
+	for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
+		c, loaded, err := catalogue.Load("../examples/mesh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Mesh.Isolation.Value = isolation
+		cases["examples/mesh, "+isolation] = lintable{c, loaded}
+	}
+	// In operator mode with no keys recorded: every account the isolated mesh derives is named
+	// as missing its key, which needs the accounts the plan alone would otherwise hold.
+	c, loaded, err := catalogue.Load("../examples/mesh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Mesh.Auth.Value = catalogue.AuthOperator
+	cases["examples/mesh, operator mode"] = lintable{c, loaded}
+	for _, n := range []int{50, 400} {
+		dir := t.TempDir()
+		if err := synth.Write(dir, n, 1); err != nil {
+			t.Fatal(err)
+		}
+		c, loaded, err := catalogue.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[fmt.Sprintf("synthetic, %d modules", n)] = lintable{c, loaded}
+	}
+	operator := false
+	for name, x := range cases {
+		operator = operator || x.c.Mesh.Auth.Value == catalogue.AuthOperator
+		checked, _ := Check(x.c, x.loaded)
+		if run := Run(x.c, x.loaded); !slices.EqualFunc(run, checked, func(a, b catalogue.Finding) bool {
+			return a.String() == b.String() && fmt.Sprint(a.Related) == fmt.Sprint(b.Related)
+		}) {
+			t.Errorf("%s: Run found\n%v\nCheck found\n%v", name, run, checked)
+		}
+	}
+	if !operator {
+		t.Error("no case is in operator mode, where the accounts are derived for their keys' findings")
+	}
 }
