@@ -29,7 +29,7 @@ func BenchmarkMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 			}},
-			{"lint", func(b *testing.B) { lintPath(b, dir, true) }},
+			{"lint", func(b *testing.B) { lintPath(b, dir) }},
 			{"emit", func(b *testing.B) { emitPath(b, dir) }},
 		}
 		for _, p := range paths {

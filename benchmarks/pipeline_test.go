@@ -21,10 +21,9 @@ import (
 )
 
 // BenchmarkPipeline is `meshc lint` and `meshc emit` beside their floor, decoding the same files
-// with yaml.v3 alone. impl=lint is load and lint (which compiles the whole plan, in parallel with
-// the checks) and writing the findings, as cmd/meshc/lint.go does today; impl=lint-run is the same
-// with lint.Run, which asks the compiler for its findings alone (compiler.Findings): what `meshc
-// lint` without --against costs once the command calls it. impl=emit is load, lint and rendering
+// with yaml.v3 alone. impl=lint is load and lint and writing the findings, as cmd/meshc/lint.go
+// does without --against: lint.Run, which asks the compiler for its findings alone
+// (compiler.Findings) and runs the checks beside it. impl=emit is load, lint and rendering
 // the three golden files (accounts.conf, plan.json, permissions.md) in memory. Goal: each ≤ 1.5×
 // the floor at 10,000 and at 100,000 modules (the latter with MESHC_BENCH_FULL=1, fullSizesVar).
 func BenchmarkPipeline(b *testing.B) {
@@ -44,15 +43,7 @@ func BenchmarkPipeline(b *testing.B) {
 			b.ReportAllocs()
 			report := reportCPU(b)
 			for b.Loop() {
-				lintPath(b, dir, true)
-			}
-			report()
-		})
-		b.Run(fmt.Sprintf("n=%d/impl=lint-run", n), func(b *testing.B) {
-			b.ReportAllocs()
-			report := reportCPU(b)
-			for b.Loop() {
-				lintPath(b, dir, false)
+				lintPath(b, dir)
 			}
 			report()
 		})
@@ -67,21 +58,14 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// lintPath does what `meshc lint DIR` does (cmd/meshc/lint.go): load, lint, and write the
-// findings as text, with the whole plan compiled (lint.Check) or the compiler's findings alone
-// (lint.Run). It fails the benchmark on any finding: the clean path is the one measured.
-func lintPath(b *testing.B, dir string, plan bool) {
+// lintPath does what `meshc lint DIR` does (cmd/meshc/lint.go): load, lint (lint.Run), and write
+// the findings as text. It fails the benchmark on any finding: the clean path is the one measured.
+func lintPath(b *testing.B, dir string) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var fs catalogue.Findings
-	if plan {
-		fs, _ = lint.Check(c, loaded)
-	} else {
-		fs = lint.Run(c, loaded)
-	}
-	fs = fs.Under(dir)
+	fs := lint.Run(c, loaded).Under(dir)
 	if err := lint.Write(io.Discard, output.Text, fs); err != nil {
 		b.Fatal(err)
 	}

@@ -100,18 +100,23 @@ func runLint(inv *invocation, args []string) int {
 	if !ok {
 		return exitCantRun
 	}
-	found, plan := lint.Check(c, loaded)
-	findings := found.Under(dir)
-	if *against != "" {
-		// The head as lint just compiled it: review loads only the base.
-		base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc lint: %v\n", err)
-			return exitCantRun
-		}
-		breaks, unmatched := base.Breaks()
-		findings = append(append(findings, lint.BreakFindings(breaks)...), unmatched...)
+	if *against == "" {
+		// The findings alone: no plan to read, so none is finished (lint.Run).
+		return writeFindings(stdout, stderr, format, lint.Run(c, loaded).Under(dir))
 	}
+	// The head as lint compiles it: review loads only the base.
+	found, plan := lint.Check(c, loaded)
+	base, err := review.Load(dir, *against, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc lint: %v\n", err)
+		return exitCantRun
+	}
+	breaks, unmatched := base.Breaks()
+	return writeFindings(stdout, stderr, format, append(append(found.Under(dir), lint.BreakFindings(breaks)...), unmatched...))
+}
+
+// writeFindings writes lint's findings in format, and is lint's exit status: 1 with an error.
+func writeFindings(stdout, stderr io.Writer, format output.Format, findings catalogue.Findings) int {
 	if err := lint.Write(stdout, format, findings); err != nil {
 		fmt.Fprintf(stderr, "meshc lint: writing %s: %v\n", format, err)
 		return exitCantRun
