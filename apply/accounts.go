@@ -24,17 +24,16 @@ import (
 // mode are what the new one gets — the server may run as another user, and a file it cannot
 // read fails its reload.
 type accountsFile struct {
-	// path as given, target the file written (path with symlinks resolved).
-	path, target string
-	exists       bool
-	mode         fs.FileMode
-	uid, gid     int
-	modTime      time.Time
-	current      []byte
+	// target is the file written (the path given, with symlinks resolved).
+	target   string
+	exists   bool
+	mode     fs.FileMode
+	uid, gid int
+	current  []byte
 }
 
 func lookAtAccounts(path string) (*accountsFile, error) {
-	f := &accountsFile{path: path, target: path, mode: 0o600, uid: -1, gid: -1}
+	f := &accountsFile{target: path, mode: 0o600, uid: -1, gid: -1}
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		f.target = resolved
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -56,7 +55,7 @@ func lookAtAccounts(path string) (*accountsFile, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("--accounts %s: not a regular file; give the accounts file the server's configuration includes (or a symlink to it)", path)
 	}
-	f.exists, f.mode, f.modTime = true, info.Mode().Perm(), info.ModTime()
+	f.exists, f.mode = true, info.Mode().Perm()
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		f.uid, f.gid = int(st.Uid), int(st.Gid)
 		if euid := os.Geteuid(); euid != 0 && f.uid != euid {
@@ -81,11 +80,7 @@ func (f *accountsFile) write(data []byte) (bool, error) {
 	if err := atomicfile.WriteOwned(f.target, data, f.mode, f.uid, f.gid); err != nil {
 		return false, err
 	}
-	info, err := os.Stat(f.target)
-	if err != nil {
-		return false, err
-	}
-	f.modTime, f.current, f.exists = info.ModTime(), data, true
+	f.current, f.exists = data, true
 	return true, nil
 }
 
@@ -376,9 +371,6 @@ func (r *SignalledServer) Where() string { return fmt.Sprintf("nats-server (pid 
 
 // Wait bounds one reload.
 func (r *SignalledServer) Wait() time.Duration { return r.wait }
-
-// PID is the process's id, for readableBy.
-func (r *SignalledServer) PID() int { return r.pid }
 
 // readableBy says whether the server's user can read the accounts file: the most common
 // reason a reload is refused.

@@ -285,7 +285,6 @@ func includes(config, target string) bool {
 // loadedState is what the server has loaded, by its monitoring endpoint.
 type loadedState struct {
 	digest string
-	at     time.Time
 	// dead names each service import of the file's accounts with no subscription behind it.
 	dead []string
 }
@@ -317,7 +316,7 @@ func (d *AccountsDelivery) loaded(ctx context.Context) (loadedState, error) {
 	if err != nil {
 		return loadedState{}, err
 	}
-	st := loadedState{digest: v.ConfigDigest, at: v.ConfigLoadTime}
+	st := loadedState{digest: v.ConfigDigest}
 	if st.dead, err = deadImports(ctx, d.server, d.accounts); err != nil {
 		return loadedState{}, err
 	}
@@ -424,7 +423,7 @@ func (d *AccountsDelivery) reload(ctx context.Context, digest, logFile string, f
 			}
 			err := fmt.Errorf("%s did not reload within %s: %s", d.server.Where(), d.server.Wait(), why)
 			if s, ok := d.server.(*SignalledServer); ok {
-				err = fmt.Errorf("%w. %s; its log says why (or --monitor is not its endpoint), and apply signals it again on the next run", err, readableBy(s.PID(), f))
+				err = fmt.Errorf("%w. %s; its log says why (or --monitor is not its endpoint), and apply signals it again on the next run", err, readableBy(s.pid, f))
 			}
 			return err
 		}

@@ -21,7 +21,8 @@ import (
 // mirror or sources keeps receiving through them; the mesh makes none, and for such a stream
 // the count is only read as late as it can be (docs/nats.md, "Deleting a stream").
 
-// ErrArrived wraps ErrRefused for a stream that received messages after the plan was read.
+// errArrived is wrapped, beside ErrRefused, in the refusal of a stream that received messages
+// after the plan was read.
 var errArrived = errors.New("messages arrived after the plan was read")
 
 // park moves the stream's subjects aside and counts what it holds, restoring it and refusing

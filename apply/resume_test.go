@@ -180,17 +180,9 @@ func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
 // starts anything.
 func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
 	b := startMeshBus(t)
-	consumer, plan := replaceable(t, b)
-	stopped := errors.New("killed")
-	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
-	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterCreate: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
-		t.Fatalf("the fault hook did not stop the apply: %v", err)
-	}
-	if _, ok := resumePoints(t, b)[consumer]; !ok {
-		t.Fatal("the stopped apply left no point behind: the case is not set up")
-	}
+	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterCreate = stop })
 
-	cs = diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
 	if len(cs.Stale) != 1 || cs.Stale[0].Consumer != consumer || !strings.Contains(cs.Stale[0].Why, "the consumer exists") || cs.Empty() {
 		t.Fatalf("the rerun's plan does not call the point stale: %+v", cs.Stale)
 	}
@@ -214,12 +206,7 @@ func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
 // had reached, so what arrives next is delivered.
 func TestAPointLeftBehindNeverStartsAConsumerOnANewStream(t *testing.T) {
 	b := startMeshBus(t)
-	consumer, plan := replaceable(t, b)
-	stopped := errors.New("killed")
-	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
-	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterCreate: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
-		t.Fatalf("the fault hook did not stop the apply: %v", err)
-	}
+	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterCreate = stop })
 	if err := b.other.DeleteStream(t.Context(), compiler.EventsStream); err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +227,23 @@ func TestAPointLeftBehindNeverStartsAConsumerOnANewStream(t *testing.T) {
 	if info.Config.DeliverPolicy != jetstream.DeliverAllPolicy {
 		t.Fatalf("the consumer made on the new stream starts at %v %d", info.Config.DeliverPolicy, info.Config.OptStartSeq)
 	}
+}
+
+// stoppedReplace replaces a consumer and stops the apply at the fault hook at sets (after the
+// delete, or after the create), as a kill there would, leaving its resume point behind.
+func stoppedReplace(t *testing.T, b *meshBus, at func(o *Options, stop func(change.Change) error)) (consumer string, plan *compiler.Plan) {
+	t.Helper()
+	consumer, plan = replaceable(t, b)
+	stopped := errors.New("killed")
+	opts := Options{AllowReplace: true}
+	at(&opts, func(change.Change) error { return stopped })
+	if _, err := Apply(t.Context(), b.controller.js, diffNow(t, b.controller.nc, plan, change.DiffOptions{}), opts); !errors.Is(err, stopped) {
+		t.Fatalf("the fault hook did not stop the apply: %v", err)
+	}
+	if _, ok := resumePoints(t, b)[consumer]; !ok {
+		t.Fatal("the stopped apply left no point behind: the case is not set up")
+	}
+	return consumer, plan
 }
 
 // publishFive publishes five messages the consumer's filter matches, and returns the consumer.
@@ -266,12 +270,7 @@ func publishFive(t *testing.T, b *meshBus, consumer string) jetstream.Consumer {
 // plan and removed by apply, never left to start a consumer of that name one day.
 func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
 	b := startMeshBus(t)
-	consumer, plan := replaceable(t, b)
-	stopped := errors.New("killed")
-	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
-	if _, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true, AfterDelete: func(change.Change) error { return stopped }}); !errors.Is(err, stopped) {
-		t.Fatalf("the fault hook did not stop the apply: %v", err)
-	}
+	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterDelete = stop })
 	renamed := clonePlanUsers(plan)
 	renamed.Consumers = slices.Clone(plan.Consumers)
 	for i := range renamed.Consumers {
@@ -280,7 +279,7 @@ func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
 			renamed.Consumers[i].Config.Name = consumer + "_v2"
 		}
 	}
-	cs = diffNow(t, b.controller.nc, renamed, change.DiffOptions{})
+	cs := diffNow(t, b.controller.nc, renamed, change.DiffOptions{})
 	if len(cs.Stale) != 1 || cs.Stale[0].Consumer != consumer || !strings.Contains(cs.Stale[0].Why, "no longer has") {
 		t.Fatalf("the plan does not list the dropped consumer's point as stale: %+v", cs.Stale)
 	}

@@ -25,11 +25,11 @@ type Run struct {
 	Plan *compiler.Plan
 	// DryRun reads and prints the change set and writes nothing, without the lock.
 	DryRun bool
-	// Prune decides the change set with the deletes; Saved, a plan saved by `meshc plan --save`,
-	// must still be the change set meshc makes now, on a bus that has not moved.
-	Prune bool
+	// Saved, a plan saved by `meshc plan --save`, must still be the change set meshc makes now,
+	// on a bus that has not moved.
 	Saved *change.Saved
-	// Options are what apply may do; Fence is set from the lock.
+	// Options are what apply may do (Prune also decides the change set: the deletes); Fence is
+	// set from the lock.
 	Options Options
 	Lock    LockOptions
 	// Users pushes the accounts in operator mode; NewBus lets it start a mesh that holds no
@@ -91,7 +91,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Result, error) {
 			return nil, refusal{err}
 		}
 	}
-	changes := change.Diff(live, r.Plan, change.DiffOptions{Prune: r.Prune})
+	changes := change.Diff(live, r.Plan, change.DiffOptions{Prune: r.Options.Prune})
 	if r.Saved != nil {
 		if err := r.Saved.StillHolds(live, changes); err != nil {
 			return nil, refusal{err}

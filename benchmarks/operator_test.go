@@ -159,7 +159,7 @@ func BenchmarkOperatorScale(b *testing.B) {
 type natsProcess struct {
 	b                *testing.B
 	bin, conf        string
-	url, varz, pprof string
+	url              string
 	cmd              *exec.Cmd
 	port, http, prof int
 }
@@ -172,7 +172,7 @@ func (p *natsProcess) start() time.Duration {
 		p.b.Fatal(err)
 	}
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(p.url[:0] + fmt.Sprintf("http://127.0.0.1:%d/healthz", p.http)); err == nil {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", p.http)); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return time.Since(start)

@@ -106,8 +106,8 @@ func StateDigests(st *State, cs Changes) map[string]string {
 }
 
 // ChangesDigest is the digest of what a change set does: each object's action and the fields it
-// changes, from what to what, and what the set leaves alone — not the message counts or resume
-// points, which a running bus moves and apply reads afresh.
+// changes, from what to what — not the message counts or resume points (stale ones among them),
+// which a running bus moves and apply reads afresh.
 func ChangesDigest(cs Changes) string { return digest(whatItDoes(cs)) }
 
 type done struct {
@@ -185,7 +185,6 @@ func (s *Saved) ChangesMoved(cs Changes) []string {
 	return out
 }
 
-// moved compares two digest maps: what changed, what is new, what is gone.
 // StillHolds refuses a saved plan whose bus moved since it was saved, or whose change set meshc
 // no longer makes from its catalogue.
 func (s *Saved) StillHolds(live *State, cs Changes) error {
@@ -198,6 +197,7 @@ func (s *Saved) StillHolds(live *State, cs Changes) error {
 	return nil
 }
 
+// moved compares two digest maps: what changed, what is new, what is gone.
 func moved(was, now map[string]string) []string {
 	var out []string
 	for k, d := range now {

@@ -181,7 +181,7 @@ func runApply(inv *invocation, args []string) int {
 			rest, *prune = []string{saved.Catalogue.Dir}, saved.Prune
 		}
 	}
-	_, format, plan, exit, ok := planArgs(fs, rest, *formatName, stderr)
+	_, format, _, plan, exit, ok := planCatalogue(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
 	}
@@ -254,7 +254,7 @@ func runApply(inv *invocation, args []string) int {
 	}
 	say := func(line string) { fmt.Fprintf(stderr, "meshc apply: %s\n", line) }
 	run := &apply.Run{
-		Plan: plan, DryRun: *dryRun, Prune: *prune, Saved: saved,
+		Plan: plan, DryRun: *dryRun, Saved: saved,
 		Options: apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency},
 		Lock: apply.LockOptions{Holder: apply.HolderName(plan.Account), Wait: *lockTimeout,
 			Waiting: func(h apply.LockHolder) {

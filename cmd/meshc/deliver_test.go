@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -326,8 +325,6 @@ func TestASignalledApplyGivesTheLockBack(t *testing.T) {
 		})
 	}
 }
-
-var _ = context.Background
 
 // apply --accounts with no server takes a lock too, on the file's directory: a second writer
 // (another apply of another catalogue) holding it is waited for, and the decision is made after,

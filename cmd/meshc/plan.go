@@ -183,14 +183,8 @@ func runPlan(inv *invocation, args []string) int {
 	return exitFailed
 }
 
-// planArgs is what plan and apply read first: the output format, the catalogue's directory, and
-// the plan it compiles to. ok is false when the command must exit with exit.
-func planArgs(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, plan *compiler.Plan, exit int, ok bool) {
-	dir, format, _, plan, exit, ok = planCatalogue(fs, rest, formatName, stderr)
-	return dir, format, plan, exit, ok
-}
-
-// planCatalogue is planArgs that also returns the catalogue the plan was compiled from.
+// planCatalogue is what plan and apply read first: the output format, the catalogue's directory,
+// the catalogue and the plan it compiles to. ok is false when the command must exit with exit.
 func planCatalogue(fs *flag.FlagSet, rest []string, formatName string, stderr io.Writer) (dir string, format output.Format, c *catalogue.Catalogue, plan *compiler.Plan, exit int, ok bool) {
 	format, err := output.Parse(formatName, change.Formats...)
 	if err != nil {
