@@ -372,14 +372,20 @@ func exportType(k ExportKind) jwt.ExportType {
 // same catalogue gives the same bytes, and what a resolver holds compares equal with what the
 // catalogue derives exactly when pushing it again would change nothing.
 func Canonical(ac *jwt.AccountClaims) ([]byte, error) {
-	c := *ac
-	c.Issuer, c.IssuedAt, c.ID = "", 0, ""
-	c.Type, c.Version = jwt.AccountClaim, 2
-	b, err := json.Marshal(&c)
+	b, err := unstamped(ac)
 	if err != nil {
 		return nil, err
 	}
 	return unescapeHTML(b), nil
+}
+
+// unstamped is the claims as the signed JWT encodes them, without what signing stamps: `>` as
+// \u003e, as encoding/json writes it there.
+func unstamped(ac *jwt.AccountClaims) ([]byte, error) {
+	c := *ac
+	c.Issuer, c.IssuedAt, c.ID = "", 0, ""
+	c.Type, c.Version = jwt.AccountClaim, 2
+	return json.Marshal(&c)
 }
 
 // unescapeHTML writes `<`, `>` and `&` as themselves where encoding/json wrote \u003c, \u003e
@@ -413,7 +419,9 @@ func unescapeHTML(b []byte) []byte {
 // Size is how long the account's JWT will be, within a few bytes: the header, the payload with
 // an issuer, time and id, and the signature, each in base64.
 func (a AccountClaims) Size() (int, error) {
-	canonical, err := Canonical(a.Claims)
+	// The signed form, not the canonical one: each `>` is six bytes there, and an account under
+	// the cap by the canonical count could be over it as the server reads it.
+	canonical, err := unstamped(a.Claims)
 	if err != nil {
 		return 0, err
 	}

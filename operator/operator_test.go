@@ -181,3 +181,31 @@ func TestTheSigningKeyIsASecretRecordedByItsPublicHalf(t *testing.T) {
 		t.Errorf("no key anywhere: %v", err)
 	}
 }
+
+// compiler's Size, which the 1 MiB cap is checked by, is the length of the JWT EncodeAccount signs,
+// within the stamped fields' few bytes, for claims full of `>` (six bytes each in the signed form,
+// one in the canonical): counted by the canonical form, it fell 40,000 bytes short.
+func TestSizeIsTheSignedJWTsLength(t *testing.T) {
+	signer, _ := newSigner(t)
+	ac := accountClaims(t, "v1")
+	for i := range 2000 {
+		kp, _ := nkeys.CreateAccount()
+		key, _ := kp.PublicKey()
+		scope := jwt.NewUserScope()
+		scope.Key, scope.Role = key, "u"+strings.Repeat("x", i%7)
+		scope.Template.Pub.Allow.Add("mesh.mod.a.event.>", "$JS.ACK.*.*.EVENTS.c.*.*.*.*.>")
+		scope.Template.Sub.Allow.Add("_INBOX.u.>")
+		ac.SigningKeys.AddScopedSigner(scope)
+	}
+	token, err := EncodeAccount(ac, signer, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := compiler.AccountClaims{Name: ac.Name, Claims: ac}.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := size - len(token); d < -16 || d > 16 {
+		t.Fatalf("Size says %d bytes, the signed JWT is %d", size, len(token))
+	}
+}
