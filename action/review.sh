@@ -24,7 +24,7 @@ if [ "${EVENT_NAME:-}" = pull_request ] && [ -n "${BASE_SHA:-}" ]; then
   if ! git -C "$catalogue" cat-file -e "$BASE_SHA^{commit}" 2>/dev/null; then
     echo "meshc: fetching the pull request's base ${BASE_SHA:0:12} (the checkout lacks it)"
     if ! git -C "$catalogue" fetch --quiet --no-tags --depth=1 origin "$BASE_SHA"; then
-      echo "::error title=meshc::could not fetch the pull request's base $BASE_SHA from origin, so the change cannot be compared with it"
+      echo "::error title=meshc::could not fetch the pull request's base $BASE_SHA from origin, so the change cannot be compared with it: give the job's token read access to contents, or check out with fetch-depth: 0"
       echo "failed=the base could not be fetched" >> "$out"
       exit 0
     fi

@@ -335,7 +335,7 @@ func deadImports(ctx context.Context, r Reloader, accounts []string) ([]string, 
 		err = json.Unmarshal(data, &loaded)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: /accountz: %w", r.Where(), err)
+		return nil, fmt.Errorf("%s: /accountz: %w; give --monitor the server's monitoring URL (nats-server -m PORT, or http: in its configuration)", r.Where(), err)
 	}
 	var dead []string
 	for _, account := range accounts {
@@ -356,7 +356,7 @@ func deadImports(ctx context.Context, r Reloader, accounts []string) ([]string, 
 			return nil, err
 		}
 		if err := json.Unmarshal(data, &az); err != nil {
-			return nil, fmt.Errorf("%s: /accountz answered what meshc cannot read: %v", r.Where(), err)
+			return nil, fmt.Errorf("%s: /accountz answered what meshc cannot read (%v): is --monitor a nats-server's monitoring URL?", r.Where(), err)
 		}
 		if az.Account == nil {
 			continue // not loaded yet: the digest says so
@@ -379,7 +379,7 @@ func deadImports(ctx context.Context, r Reloader, accounts []string) ([]string, 
 			return nil, err
 		}
 		if err := json.Unmarshal(data, &sz); err != nil {
-			return nil, fmt.Errorf("%s: /subsz answered what meshc cannot read: %v", r.Where(), err)
+			return nil, fmt.Errorf("%s: /subsz answered what meshc cannot read (%v): is --monitor a nats-server's monitoring URL?", r.Where(), err)
 		}
 		for _, subject := range want {
 			if !slices.ContainsFunc(sz.Subs, func(s struct {

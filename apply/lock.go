@@ -124,7 +124,7 @@ func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValu
 		// Made meanwhile by another apply: the refusal stored nothing.
 		return js.KeyValue(ctx, compiler.ApplyBucket)
 	case err == nil:
-		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q)", answer.Data)
+		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q): find what subscribes to $KV.%s.> on the bus (a stream or a service), move it, and apply again", answer.Data, compiler.ApplyBucket)
 	default:
 		return nil, fmt.Errorf("writing to the bucket, before making it: %w", explainRequestError(nc, err))
 	}

@@ -260,7 +260,7 @@ func (r *Resolver) update(ctx context.Context, subject, what string, data []byte
 		return stored, fmt.Errorf("%s: refused by %s", what, strings.Join(refused, "; "))
 	}
 	if len(stored) == 0 {
-		return nil, fmt.Errorf("%s: no server answered within %s", what, r.Wait)
+		return nil, fmt.Errorf("%s: no server answered within %s: check the servers are up and trust this operator, or give a busy cluster more time (--timeout)", what, r.Wait)
 	}
 	slices.Sort(stored)
 	return stored, nil

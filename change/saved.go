@@ -58,7 +58,7 @@ func NewSaved(meshc string, cs Changes, prune bool, dir string, files map[string
 func ReadSaved(data []byte) (*Saved, error) {
 	var s Saved
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("not a plan saved by meshc plan --save: %v", err)
+		return nil, fmt.Errorf("not a plan saved by meshc plan --save (%v): give apply the file plan --save wrote, or plan again", err)
 	}
 	if s.Format != SavedFormat {
 		return nil, fmt.Errorf("not a plan saved by meshc plan --save (format %d; this meshc reads %d): save it again", s.Format, SavedFormat)

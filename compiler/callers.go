@@ -64,7 +64,7 @@ func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 	case !strings.HasPrefix(reply, ServiceRepliesPrefix):
 		account = t.Account
 	case requestInfo == "":
-		return "", fmt.Errorf("a call to %s came through an import without a %s header", t.Subject, RequestInfoHeader)
+		return "", fmt.Errorf("a call to %s came through an import without a %s header: refuse it (the server stamps every call it carries across accounts)", t.Subject, RequestInfoHeader)
 	default:
 		var info struct {
 			Account string `json:"acc"`
@@ -79,12 +79,12 @@ func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 			}
 		}
 		if info.Service != "" && !slices.Contains(t.Hubs, info.Service) {
-			return "", fmt.Errorf("a call to %s claims to come from %s but crossed more than one import, last through %s: the server does not vouch for a caller named before the last hop", t.Subject, info.Account, info.Service)
+			return "", fmt.Errorf("a call to %s claims to come from %s but crossed more than one import, last through %s: the server does not vouch for a caller named before the last hop; refuse it", t.Subject, info.Account, info.Service)
 		}
 		account = info.Account
 	}
 	if !slices.Contains(t.Callers, account) {
-		return "", fmt.Errorf("account %s may not call %s (its callers: %s)", account, t.Subject, strings.Join(t.Callers, ", "))
+		return "", fmt.Errorf("account %s may not call %s (its callers: %s): refuse it; to allow it, add the tool to the caller's calls: (a module) or may-call: (a person)", account, t.Subject, strings.Join(t.Callers, ", "))
 	}
 	return account, nil
 }

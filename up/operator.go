@@ -108,10 +108,10 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 	d := &devOperator{keys: k, op: &operator.Operator{Name: plan.Account, System: k.System}}
 	var err error
 	if d.op.Identity, err = nkeys.FromSeed([]byte(k.Operator)); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: the operator's seed: %v; delete it (and the state directory's jwt/) and run meshc up again", path, err)
 	}
 	if d.op.Signing, err = nkeys.FromSeed([]byte(k.Signing)); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+		return nil, fmt.Errorf("%s: the signing key's seed: %v; delete it (and the state directory's jwt/) and run meshc up again", path, err)
 	}
 	probe, err := operator.ProbeKey(d.op.Signing)
 	if err != nil {

@@ -218,7 +218,7 @@ func runApply(inv *invocation, args []string) int {
 	if plan.Operator == nil {
 		for _, f := range []string{"operator-key", "system-creds", "new-bus"} {
 			if given(fs)[f] {
-				fmt.Fprintf(stderr, "meshc apply: --%s is for a mesh with auth: operator, and this one has none\n", f)
+				fmt.Fprintf(stderr, "meshc apply: --%s is for a mesh with auth: operator, and this one has none: drop it\n", f)
 				return exitCantRun
 			}
 		}

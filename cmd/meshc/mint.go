@@ -115,7 +115,7 @@ func runMint(inv *invocation, args []string) int {
 			}
 		}
 		if len(users) == 0 {
-			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded hash\n")
+			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded %s\n", recordedWhat(plan))
 			if plan.Operator != nil {
 				if _, err := operator.RecordAccountKeys(*dir, plan); err != nil {
 					fmt.Fprintf(stderr, "meshc mint: %v\n", err)
@@ -179,4 +179,15 @@ func runMint(inv *invocation, args []string) int {
 	fmt.Fprintf(stderr, "meshc mint: recorded %d %s in %s; run `meshc emit` so accounts.conf carries them\n",
 		len(users), records, catalogue.CredentialsFile)
 	return exitOK
+}
+
+// recordedWhat is what credentials.yaml records of a user under the mesh's auth.
+func recordedWhat(plan *compiler.Plan) string {
+	switch {
+	case plan.Operator != nil:
+		return "signing key"
+	case plan.NKeys:
+		return "nkey public key"
+	}
+	return "hash"
 }
