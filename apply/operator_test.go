@@ -331,3 +331,38 @@ func TestStatusPushesNothing(t *testing.T) {
 		t.Fatalf("a dry run left %d accounts on the resolver", len(held))
 	}
 }
+
+// The system user meshc issues for CI may make a push's requests and nothing else of $SYS: a
+// leaked secret reads no server's statistics or connections' events and reloads nothing.
+func TestTheSystemUserMayOnlyPush(t *testing.T) {
+	m := newOpMesh(t)
+	s := runOperatorServer(t, m, "")
+	violations := make(chan error, 8)
+	sys := m.system(t, s.ClientURL(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			violations <- err
+		}
+	}))
+	if _, err := m.push(t, sys, s.ClientURL()); err != nil {
+		t.Fatalf("a push as the system user: %v", err)
+	}
+	refused := func(what string, do func() error) {
+		t.Helper()
+		if err := do(); err != nil && !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		sys.Flush()
+		select {
+		case err := <-violations:
+			if !strings.Contains(err.Error(), what) {
+				t.Fatalf("%s: refused %v", what, err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("the system user may %s", what)
+		}
+	}
+	for _, subject := range []string{"$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER." + s.ID() + ".RELOAD", "$SYS.REQ.ACCOUNT." + m.plan.Operator.Accounts["person.bob"] + ".CONNZ"} {
+		refused("Publish to \""+subject+"\"", func() error { return sys.Publish(subject, nil) })
+	}
+	refused("Subscription to \"$SYS.ACCOUNT.>\"", func() error { _, err := sys.SubscribeSync("$SYS.ACCOUNT.>"); return err })
+}

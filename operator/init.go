@@ -123,6 +123,13 @@ func (o *Operator) SystemJWT() (string, error) {
 	return EncodeAccount(ac, o.Signing, 0)
 }
 
+// SystemSubjects are what the system user meshc issues may publish: the resolver's requests a
+// push makes (apply/operator.go) and the ping that finds the servers.
+var SystemSubjects = []string{
+	"$SYS.REQ.CLAIMS.UPDATE", "$SYS.REQ.CLAIMS.LIST", "$SYS.REQ.CLAIMS.DELETE", "$SYS.REQ.CLAIMS.PACK",
+	"$SYS.REQ.SERVER.PING", "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", "$SYS.REQ.ACCOUNT.*.INFO",
+}
+
 // SystemCreds issues a system user's credentials: a secret, for whoever pushes (CI).
 func (o *Operator) SystemCreds() ([]byte, error) {
 	signer, err := systemSigner(o.Signing)
@@ -140,6 +147,11 @@ func (o *Operator) SystemCreds() ([]byte, error) {
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = "meshc-system"
 	uc.IssuerAccount = o.System
+	// What a push asks of the servers and nothing more (apply/operator.go's subjects): a CI
+	// secret that leaks gives the resolver's requests, not every $SYS subject (a server's own
+	// statistics, every connection's events, a kick or a reload of any account).
+	uc.Pub.Allow.Add(SystemSubjects...)
+	uc.Sub.Allow.Add("_INBOX.>")
 	token, err := uc.Encode(signer)
 	if err != nil {
 		return nil, err
