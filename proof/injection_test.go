@@ -46,30 +46,25 @@ func TestInjections(t *testing.T) {
 				}
 				stored(t, lands, "EVENTS stored the consumer's info as catalog's upgraded event", forged)
 			})
-			t.Run("a person's tool call whose reply is a seat's work subject", func(t *testing.T) {
-				controller := b.connect(t, "mesh-controller")
-				before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
-				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", "forged work")
-				forged := func() bool {
-					m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work")
-				}
-				stored(t, lands, "the image store's work queue stored catalog's answer as work", forged)
-			})
-			t.Run("a tool call by a person who may call every tool, whose reply is a seat's work subject", func(t *testing.T) {
-				// In operator mode alice reaches every tool through the tool hubs: two hops, each
-				// rewriting the reply.
-				controller := b.connect(t, "mesh-controller")
-				before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
-				b.connect(t, "person.alice").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", "forged work by alice")
-				forged := func() bool {
-					m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-					return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers forged work by alice")
-				}
-				stored(t, lands, "the image store's work queue stored catalog's answer to alice as work", forged)
-			})
+			// bob may call catalog.lookup alone, directly; alice may call every tool, which in
+			// operator mode she reaches through the tool hubs: two hops, each rewriting the reply.
+			for _, caller := range []struct{ person, name string }{
+				{"person.bob", "a person's tool call whose reply is a seat's work subject"},
+				{"person.alice", "a tool call by a person who may call every tool, whose reply is a seat's work subject"},
+			} {
+				t.Run(caller.name, func(t *testing.T) {
+					controller := b.connect(t, "mesh-controller")
+					before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+					b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+					work := "forged work by " + caller.person
+					b.connect(t, caller.person).requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", work)
+					forged := func() bool {
+						m := controller.lastMessage(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
+						return m != nil && m.Sequence != before && strings.HasSuffix(string(m.Data), " answers "+work)
+					}
+					stored(t, lands, "the image store's work queue stored catalog's answer to "+caller.person+" as work", forged)
+				})
+			}
 			t.Run("a forged declaration into a machine's delivery subject", func(t *testing.T) {
 				// The controller has declared nothing on this bus: whatever arrives is forged. (What
 				// arrives is the consumer's next message, which in one account may be the info

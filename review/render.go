@@ -173,10 +173,14 @@ func userNote(uc compiler.UserChange) string {
 // them, the subjects, and what makes them wide.
 type meaning struct {
 	sign, means string
-	declared    []string
+	declared    []declaration
 	subjects    []string
 	widening    []string
 }
+
+// declaration is where a grant is declared, and why it follows from there: kept apart, since a
+// path may hold a space.
+type declaration struct{ at, because string }
 
 // meanings groups a user's grant changes by what they mean, in order of first appearance.
 func meanings(uc compiler.UserChange) []meaning {
@@ -195,7 +199,7 @@ func meanings(uc compiler.UserChange) []meaning {
 			}
 			m := &out[i]
 			for _, x := range g.Because {
-				if d := x.Source.String() + " " + x.Because; !slices.Contains(m.declared, d) {
+				if d := (declaration{x.Source.String(), x.Because}); !slices.Contains(m.declared, d) {
 					m.declared = append(m.declared, d)
 				}
 			}
@@ -259,7 +263,11 @@ func writeText(w io.Writer, r Review) error {
 			if m.sign == "-" {
 				verb = "may no longer"
 			}
-			fmt.Fprintf(&b, "      %s %s %s   (%s)\n", m.sign, verb, m.means, strings.Join(m.declared, "; "))
+			declared := make([]string, len(m.declared))
+			for i, d := range m.declared {
+				declared[i] = d.at + " " + d.because
+			}
+			fmt.Fprintf(&b, "      %s %s %s   (%s)\n", m.sign, verb, m.means, strings.Join(declared, "; "))
 			if len(m.widening) > 0 {
 				fmt.Fprintf(&b, "        widens: %s\n", strings.Join(m.widening, ", "))
 			}
@@ -322,8 +330,7 @@ func writeMarkdown(w io.Writer, r Review) error {
 				}
 				var decl, subjects []string
 				for _, d := range m.declared {
-					pos, because, _ := strings.Cut(d, " ")
-					decl = append(decl, "`"+mdCode(pos)+"` "+mdText(because))
+					decl = append(decl, "`"+mdCode(d.at)+"` "+mdText(d.because))
 				}
 				for _, s := range m.subjects {
 					subjects = append(subjects, "`"+mdCode(s)+"`")
