@@ -70,10 +70,12 @@ func held(t *testing.T, b *meshBus, stream string) uint64 {
 }
 
 // What the plan says a change drops is what the server drops, for every limit the bus can count:
-// a stream's count, its bytes, each subject's count, and the age of its messages.
+// a stream's count, its bytes, each subject's count, and the age of its messages — counted as
+// mesh-controller, with the grants the emitted accounts file gives it (another application in
+// the mesh's account makes and changes the streams).
 func TestTheDropsThePlanCountsAreTheServers(t *testing.T) {
-	s := runServer(t)
-	nc, js := connect(t, s.ClientURL())
+	b := startMeshBus(t)
+	js := b.other
 	ctx := t.Context()
 	base := jetstream.StreamConfig{Subjects: []string{"x.>"}, MaxAge: time.Hour, Metadata: map[string]string{"m": "1"}}
 	with := func(edit func(*jetstream.StreamConfig)) jetstream.StreamConfig {
@@ -116,9 +118,10 @@ func TestTheDropsThePlanCountsAreTheServers(t *testing.T) {
 			Fields: discardField(t, live.Streams[i].Config, want)})
 	}
 	cs := change.Changes{Items: items}
-	if err := CountDrops(ctx, nc, cs, ReadOptions{}); err != nil {
+	if err := CountDrops(ctx, b.controller.nc, cs, ReadOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	b.controller.requireNoViolation(t)
 	for i, c := range cs.Items {
 		s, err := js.UpdateStream(ctx, *c.StreamConfig)
 		if err != nil {
