@@ -113,6 +113,9 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 		ac := jwt.NewAccountClaims(key)
 		ac.Name = a.Name
 		ac.Tags = jwt.TagList{OwnerTag(p.Account)}
+		if p.Catalogue != "" {
+			ac.Tags.Add(CatalogueTag(p.Catalogue))
+		}
 		ac.Limits = accountLimits(a)
 		// A user signed by the account's own key (whose seed nobody keeps) would get these:
 		// nothing.
