@@ -140,24 +140,31 @@ func UserOption(token string, kp nkeys.KeyPair) nats.Option {
 // which hashes the standard claims alone, so the node never catches up (docs/nats.md, "A push
 // on a cluster").
 func EncodeAccount(ac *jwt.AccountClaims, signer nkeys.KeyPair, held int64) (string, error) {
+	token, _, err := EncodeAccountAt(ac, signer, held)
+	return token, err
+}
+
+// EncodeAccountAt is EncodeAccount that also says the issue time it stamped.
+func EncodeAccountAt(ac *jwt.AccountClaims, signer nkeys.KeyPair, held int64) (string, int64, error) {
 	c := *ac
 	pub, err := signer.PublicKey()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	c.Issuer, c.ID = pub, ""
 	c.IssuedAt = max(time.Now().Unix(), held+1)
 	c.Type, c.Version = jwt.AccountClaim, 2
 	payload, err := json.Marshal(&c)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	sum := sha512.Sum512_256(payload)
 	c.ID = base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])
 	if payload, err = json.Marshal(&c); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return sign(payload, signer)
+	token, err := sign(payload, signer)
+	return token, c.IssuedAt, err
 }
 
 // header is what the library writes before every JWT it signs with an nkey.

@@ -180,34 +180,32 @@ func (d *devOperator) writeOperatorConf(stateDir string) error {
 
 const operatorConfFile = "operator.conf"
 
-// push pushes the plan's accounts as the development system user, as `meshc apply` does.
-func (b *Bus) push(ctx context.Context) (apply.Pushed, error) {
+// push pushes the plan's accounts as the development system user, as `meshc apply` does: what
+// the resolver holds read, diffed, the accounts that differ pushed and proven, those the
+// catalogue dropped revoked and deleted.
+func (b *Bus) push(ctx context.Context) (apply.Delivered, error) {
 	creds, err := b.op.op.SystemCreds()
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	sys, err := operator.SystemUserFrom(creds)
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	nc, err := apply.Dial(b.URL, nats.Name("meshc up"), sys)
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	defer nc.Close()
-	r, err := apply.NewResolver(ctx, nc, 10*time.Second)
-	if err != nil {
-		return apply.Pushed{}, err
-	}
 	local := b.op.localPlan(b.plan)
-	claims, err := local.Claims()
-	if err != nil {
-		return apply.Pushed{}, err
-	}
-	return apply.PushAccounts(ctx, r, local.Account, claims, apply.PushOptions{
+	p, err := apply.PusherOn(ctx, nc, local, apply.PushOptions{
 		Signer: b.op.op.Signing,
 		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(b.URL, extra...) },
-	})
+	}, 10*time.Second)
+	if err != nil {
+		return apply.Delivered{}, err
+	}
+	return p.Converge(ctx)
 }
 
 // moveStore moves a bus that ran from an accounts file to operator mode without losing its

@@ -51,7 +51,7 @@ type Bus struct {
 	// op is the development operator of a mesh with auth: operator, nil for any other.
 	op *devOperator
 	// Pushed is what the last push to the resolver did, in operator mode.
-	Pushed apply.Pushed
+	Pushed apply.Delivered
 }
 
 // Start runs plan on a new embedded server: it mints a development password for every user that
@@ -99,7 +99,7 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 	}
 	b.URL = b.Server.ClientURL()
 	if b.op != nil {
-		if b.Pushed, err = Interruptible(ctx, func() (apply.Pushed, error) { return b.push(ctx) }); err != nil {
+		if b.Pushed, err = Interruptible(ctx, func() (apply.Delivered, error) { return b.push(ctx) }); err != nil {
 			b.Stop()
 			return nil, change.Changes{}, fmt.Errorf("pushing the accounts: %w", err)
 		}
