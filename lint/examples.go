@@ -17,6 +17,12 @@ func init() {
 
 const exampleHash = `"$2a$04$GVqXgr54yUjjKk8puUK3yObfVms9mVjoYReukW.abay8w0u8n.v0W"`
 
+// otherHash and thirdHash are two more, for examples with users that must not share one.
+const (
+	otherHash = `"$2a$04$pPCKYpFoTAVvYxRGIt28LelV/SH/COOUaSdtkyQbfODvNdoINn/.O"`
+	thirdHash = `"$2a$04$V1QK4GuJxPdUp1BDUdKx2O3MWtQ9WqpZ7nwFuKE04jvQpYwDJ8k0a"`
+)
+
 var examples = map[*Rule]catalogue.Example{
 	catalogue.RuleYAML: {
 		Before: `-- mesh.yaml --
@@ -484,7 +490,7 @@ nodes:
   - {name: anchor, runs: [catalog]}
 -- credentials.yaml --
 mesh-controller: ` + exampleHash + `
-node.anchor: ` + exampleHash + `
+node.anchor: ` + otherHash + `
 `,
 		After: `-- mesh.yaml --
 name: novox
@@ -495,8 +501,8 @@ nodes:
   - {name: anchor, runs: [catalog]}
 -- credentials.yaml --
 mesh-controller: ` + exampleHash + `
-node.anchor: ` + exampleHash + `
-mod.anchor.catalog: ` + exampleHash + `
+node.anchor: ` + otherHash + `
+mod.anchor.catalog: ` + thirdHash + `
 `},
 	ruleCredentialInvalid: {
 		Before: `-- mesh.yaml --
@@ -512,6 +518,29 @@ name: novox
 module: catalog
 -- credentials.yaml --
 mesh-controller: ` + exampleHash + `
+`},
+	ruleCredentialDuplicate: {
+		Before: `-- mesh.yaml --
+name: novox
+-- modules/catalog.yaml --
+module: catalog
+-- inventory.yaml --
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+-- credentials.yaml --
+person.bob: ` + exampleHash + `
+mesh-controller: ` + exampleHash + `
+`,
+		After: `-- mesh.yaml --
+name: novox
+-- modules/catalog.yaml --
+module: catalog
+-- inventory.yaml --
+people:
+  - {name: bob, may-call: [catalog.lookup]}
+-- credentials.yaml --
+person.bob: ` + exampleHash + `
+mesh-controller: ` + otherHash + `
 `},
 	ruleIgnore: {
 		Before: `-- mesh.yaml --

@@ -52,6 +52,7 @@ var Rules = []*Rule{
 	ruleContract,
 	ruleApprovalUnmatched,
 	ruleCredentialInvalid,
+	ruleCredentialDuplicate,
 	ruleIgnore,
 }
 
