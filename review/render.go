@@ -22,7 +22,9 @@ type Review struct {
 	Reads    []compiler.ReadChange
 	Users    []compiler.UserChange
 	Accounts []compiler.AccountChange
-	Breaks   []lint.Break
+	// Keys are keys.yaml's keys the change moves (operator mode).
+	Keys   []compiler.KeyChange
+	Breaks []lint.Break
 	// Unmatched are the approvals in mesh.yaml that approve none of the breaks.
 	Unmatched catalogue.Findings
 }
@@ -42,6 +44,7 @@ func (c *Comparison) Review(prune bool) Review {
 		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
 		Users:     c.shownUsers(compared.Users),
 		Accounts:  compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
+		Keys:      compiler.CompareKeys(c.Base.Plan, c.Head.Plan),
 		Breaks:    breaks,
 		Unmatched: unmatched,
 	}
@@ -49,7 +52,7 @@ func (c *Comparison) Review(prune bool) Review {
 
 // Empty reports whether the change does nothing a reviewer needs to see.
 func (r Review) Empty() bool {
-	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
+	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Keys) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
 }
 
 // Findings are what lint --against adds to the catalogue's own findings: the breaks (an
@@ -82,6 +85,9 @@ type Counts struct {
 	UsersChanged int `json:"users_changed"`
 	// UsersWidened are exactly the users the widening rule reports.
 	UsersWidened int `json:"users_widened"`
+	// UsersReminted are the users whose recorded credential moved (minted again, or another's).
+	UsersReminted int `json:"users_reminted"`
+	Keys          int `json:"keys_changed"`
 	ReadsGained  int `json:"reads_gained"`
 	ReadsLost    int `json:"reads_lost"`
 	Accounts     int `json:"accounts_changed"`
@@ -106,7 +112,11 @@ func (r Review) Count() Counts {
 		if uc.Widened() {
 			n.UsersWidened++
 		}
+		if uc.Credential != nil && !uc.Added {
+			n.UsersReminted++
+		}
 	}
+	n.Keys = len(r.Keys)
 	for _, rc := range r.Reads {
 		n.ReadsGained += len(rc.Gained)
 		n.ReadsLost += len(rc.Lost)
@@ -131,8 +141,8 @@ func plural(n int, one, many string) string {
 }
 
 func (n Counts) users() string {
-	return fmt.Sprintf("%s added, %d removed, %d with changed permissions, %d widened",
-		plural(n.UsersAdded, "user", "users"), n.UsersRemoved, n.UsersChanged, n.UsersWidened)
+	return fmt.Sprintf("%s added, %d removed, %d with changed permissions, %d widened, %d re-minted",
+		plural(n.UsersAdded, "user", "users"), n.UsersRemoved, n.UsersChanged, n.UsersWidened, n.UsersReminted)
 }
 
 func (n Counts) reads() string {
@@ -258,6 +268,9 @@ func writeText(w io.Writer, r Review) error {
 	fmt.Fprintf(&b, "\nUsers and permissions: %s.\n", n.users())
 	for _, uc := range r.Users {
 		fmt.Fprintf(&b, "\n%3s user %s%s\n", mark(uc.Added, uc.Removed), uc.User, userNote(uc))
+		if c := uc.Credential; c != nil {
+			fmt.Fprintf(&b, "      ~ %s %s   (%s)\n", uc.User, c.Means(uc.User), catalogue.CredentialsFile)
+		}
 		for _, m := range meanings(uc) {
 			verb := "may"
 			if m.sign == "-" {
@@ -284,6 +297,12 @@ func writeText(w io.Writer, r Review) error {
 			for _, l := range ac.Lost {
 				fmt.Fprintf(&b, "      - %s\n", l)
 			}
+		}
+	}
+	if len(r.Keys) > 0 {
+		fmt.Fprintf(&b, "\nKeys (%s): %s changed.\n\n", catalogue.KeysFile, plural(len(r.Keys), "key", "keys"))
+		for _, k := range r.Keys {
+			fmt.Fprintf(&b, "  ~ %s: %s → %s: %s\n", k.What, k.Was, k.Now, k.Means)
 		}
 	}
 	fmt.Fprintf(&b, "\nWhat this change breaks: %s.\n", n.breaks())
@@ -320,6 +339,9 @@ func writeMarkdown(w io.Writer, r Review) error {
 	if len(r.Users) > 0 {
 		b.WriteString("\n| | user | may | declared by | subjects |\n| --- | --- | --- | --- | --- |\n")
 		for _, uc := range r.Users {
+			if c := uc.Credential; c != nil {
+				fmt.Fprintf(&b, "| `~` | `%s`%s | **%s** | `%s` | |\n", mdCode(uc.User), mdText(userNote(uc)), mdText(c.Means(uc.User)), catalogue.CredentialsFile)
+			}
 			for _, m := range meanings(uc) {
 				may := m.sign + " " + mdText(m.means)
 				if m.sign == "-" {
@@ -352,6 +374,12 @@ func writeMarkdown(w io.Writer, r Review) error {
 					fmt.Fprintf(&b, "| `%s` | `%s` | %s `%s` |\n", mark(ac.Added, ac.Removed), mdCode(ac.Account), side.mark, mdCode(l))
 				}
 			}
+		}
+	}
+	if len(r.Keys) > 0 {
+		fmt.Fprintf(&b, "\n### Keys\n\n**%s changed in `%s`**\n\n| key | was | now | what it means |\n| --- | --- | --- | --- |\n", plural(len(r.Keys), "key", "keys"), catalogue.KeysFile)
+		for _, k := range r.Keys {
+			fmt.Fprintf(&b, "| %s | `%s` | `%s` | %s |\n", mdText(k.What), mdCode(k.Was), mdCode(k.Now), mdText(k.Means))
 		}
 	}
 	fmt.Fprintf(&b, "\n### What this change breaks\n\n**%s**\n", n.breaks())
@@ -444,10 +472,14 @@ func writeJSON(w io.Writer, r Review) error {
 	if acs == nil {
 		acs = []compiler.AccountChange{}
 	}
+	keys := r.Keys
+	if keys == nil {
+		keys = []compiler.KeyChange{}
+	}
 	added := []struct {
 		key   string
 		value any
-	}{{"review", r.Count()}, {"reads", reads}, {"users", ucs}, {"accounts", acs}, {"breaks", jb}, {"unmatched_approvals", nonNil(r.Unmatched)}}
+	}{{"review", r.Count()}, {"reads", reads}, {"users", ucs}, {"accounts", acs}, {"keys", keys}, {"breaks", jb}, {"unmatched_approvals", nonNil(r.Unmatched)}}
 	var ours []string
 	for _, a := range added {
 		v, err := marshal(a.value)
