@@ -313,5 +313,9 @@ func (l *linter) checkCredentialDuplicates() {
 	}
 }
 
-// RuleCredentialInvalid is the id of the rule that `meshc mint` fixes, so mint runs while it fires.
-var RuleCredentialInvalid = ruleCredentialInvalid.ID
+// RuleCredentialInvalid and RuleCredentialDuplicate are the ids of the rules that `meshc mint`
+// fixes, so mint runs while they fire.
+var (
+	RuleCredentialInvalid   = ruleCredentialInvalid.ID
+	RuleCredentialDuplicate = ruleCredentialDuplicate.ID
+)

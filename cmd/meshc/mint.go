@@ -72,7 +72,7 @@ func runMint(inv *invocation, args []string) int {
 
 	// Mint is how a credential that does not fit the mesh's auth is replaced: those errors are
 	// what it fixes, not a reason to refuse.
-	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid)
+	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid, lint.RuleCredentialDuplicate)
 	if plan == nil {
 		return code
 	}
