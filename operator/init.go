@@ -243,13 +243,13 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) (string, 
 		return "", err
 	}
 	defer edit.Close()
-	c, _, err := catalogue.Load(dir)
+	held, err := catalogue.ReadKeys(dir)
 	if err != nil {
 		return "", err
 	}
-	if c.Keys != nil && c.Keys.Operator.Value != "" {
+	if held.Operator != "" {
 		return "", fmt.Errorf("%s already records an operator (%s): its servers trust it, and a new one means configuring every server again; to do that on purpose, delete the operator's lines from %s and run this again",
-			catalogue.KeysFile, c.Keys.Operator.Value, catalogue.KeysFile)
+			catalogue.KeysFile, held.Operator, catalogue.KeysFile)
 	}
 	if err := os.MkdirAll(secrets, 0o700); err != nil {
 		return "", err
@@ -270,15 +270,11 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) (string, 
 	if err != nil {
 		return "", err
 	}
-	for name, key := range c.Keys.Record().Accounts {
+	for name, key := range held.Accounts {
 		rec.Accounts[name] = key
 	}
-	for _, a := range plan.OperatorAccounts() {
-		if rec.Accounts[a] == "" {
-			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
-				return "", err
-			}
-		}
+	if _, _, err := rec.AddAccounts(plan.OperatorAccounts(), nil); err != nil {
+		return "", err
 	}
 	identity, _ := op.Identity.Seed()
 	signing, _ := op.Signing.Seed()

@@ -76,15 +76,12 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 	if k.Users == nil {
 		k.Users = map[string]string{}
 	}
-	for _, a := range plan.OperatorAccounts() {
-		if k.Accounts[a] == "" {
-			key, err := catalogue.MintAccountKey()
-			if err != nil {
-				return nil, err
-			}
-			k.Accounts[a], minted = key, true
-		}
+	rec := catalogue.KeyRecord{Accounts: k.Accounts}
+	added, _, err := rec.AddAccounts(plan.OperatorAccounts(), nil)
+	if err != nil {
+		return nil, err
 	}
+	minted = minted || added > 0
 	for _, u := range plan.Users {
 		if k.Users[u.Name] == "" {
 			kp, err := nkeys.CreateAccount()
@@ -106,7 +103,6 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 		}
 	}
 	d := &devOperator{keys: k, op: &operator.Operator{Name: plan.Account, System: k.System}}
-	var err error
 	if d.op.Identity, err = nkeys.FromSeed([]byte(k.Operator)); err != nil {
 		return nil, fmt.Errorf("%s: the operator's seed: %v; delete it (and the state directory's jwt/) and run meshc up again", path, err)
 	}
