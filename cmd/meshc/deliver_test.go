@@ -117,7 +117,7 @@ func (b *deliveryBus) breakReloads(t *testing.T) (restore func()) {
 	}
 }
 
-// The case (a): the switch to an account per principal whose first reload the server
+// An owed reload, first case: the switch to an account per principal whose first reload the server
 // refused. The rerun finds the file already written; the server, not the file, says what is owed:
 // the server had not loaded it, then the new accounts' imports were dead. Two reloads, and dave's
 // call through his new account's import is answered.
@@ -138,8 +138,8 @@ func TestAReloadOwedAfterARefusedFirstReloadIsMadeByTheRerun(t *testing.T) {
 	}
 }
 
-// The case (b): the first reload made, the second not (the apply killed between them, or
-// the second refused). The rerun finds the file current and loaded, and the new accounts'
+// An owed reload, second case: the first reload made, the second not (the apply killed between
+// them, or the second refused). The rerun finds the file current and loaded, and the new accounts'
 // imports dead: it reloads once more, and dave's call is answered.
 func TestAReloadOwedAfterTheFirstOfTwoIsMadeByTheRerun(t *testing.T) {
 	b := newDeliveryBus(t, true, withDave)
@@ -207,10 +207,10 @@ func TestAnAccountsFileTheServerDoesNotIncludeIsRefused(t *testing.T) {
 	}
 }
 
-// The case 4: apply B decided about the file and the server before waiting for the lock,
-// and acted on it after, while apply A had meanwhile written another catalogue's users and
-// reloaded: B said "current" and the server kept A's users. Decided under the lock, B writes its
-// own users and the server serves them.
+// Two applies racing for one accounts file: apply B decided about the file and the server before
+// waiting for the lock, and acted on it after, while apply A had meanwhile written another
+// catalogue's users and reloaded: B said "current" and the server kept A's users. Decided under the
+// lock, B writes its own users and the server serves them.
 func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
 	b := newDeliveryBus(t, true, withDave)
 	if code, errs := b.apply(t); code != 0 {
