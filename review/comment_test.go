@@ -29,15 +29,7 @@ func TestThePullRequestComment(t *testing.T) {
 	// From the archive's directory, as CI runs `meshc plan head --against base`: positions read
 	// head/… and base/…, the same on every machine.
 	t.Chdir(cataloguetest.Write(t, a))
-	head, err := loadSide("head")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load("head", "base", head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := c.Review(false)
+	r := compareIn(t, ".").Review(false)
 	for _, f := range []struct {
 		format output.Format
 		file   string

@@ -19,7 +19,12 @@ import (
 // given as a directory, as `meshc plan --against DIR` does.
 func compare(t *testing.T, archive string) *Comparison {
 	t.Helper()
-	dir := cataloguetest.Write(t, txtar.Parse([]byte(archive)))
+	return compareIn(t, cataloguetest.Write(t, txtar.Parse([]byte(archive))))
+}
+
+// compareIn loads dir/head against dir/base.
+func compareIn(t *testing.T, dir string) *Comparison {
+	t.Helper()
 	head, err := loadSide(filepath.Join(dir, "head"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,15 +172,7 @@ func TestTheReviewIsSafeInACILog(t *testing.T) {
 			t.Skip("the file system refuses the name:", err)
 		}
 	}
-	head, err := loadSide(filepath.Join(dir, "head"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Load(filepath.Join(dir, "head"), filepath.Join(dir, "base"), head)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := c.Review(false)
+	r := compareIn(t, dir).Review(false)
 	for _, f := range []output.Format{output.Text, output.Markdown, output.JSON} {
 		var b bytes.Buffer
 		if err := r.Write(&b, f); err != nil {
