@@ -22,9 +22,9 @@ func eventsOf(plan *compiler.Plan) jetstream.StreamConfig {
 	return plan.Streams[slices.IndexFunc(plan.Streams, func(s compiler.Stream) bool { return s.Config.Name == compiler.EventsStream })].Config
 }
 
-// The case: another application's EVENTS, unmarked, a month of history. An ordinary
-// apply would have rewritten it to the plan's settings. It is adopted only with --adopt, and
-// the plan says so.
+// A stream meshc did not make, under the plan's name: another application's EVENTS, unmarked, a
+// month of history. An ordinary apply would have rewritten it to the plan's settings. It is adopted
+// only with --adopt, and the plan says so.
 func TestAnUnmarkedStreamThePlanNamesIsAdoptedOnlyWhenAsked(t *testing.T) {
 	b := startMeshBus(t)
 	ctx := t.Context()

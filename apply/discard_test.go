@@ -16,10 +16,10 @@ import (
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
-// The case, as mesh-controller: max-msgs-per-subject 10000 → 2 on an EVENTS holding nine
-// messages of one subject. The plan shows the field as one that discards stored messages and
-// how many (7 of 9); apply refuses it without --allow-discard and changes nothing; with it, the
-// stream keeps 2.
+// A limit lowered under stored messages, as mesh-controller: max-msgs-per-subject 10000 → 2 on an
+// EVENTS holding nine messages of one subject. The plan shows the field as one that discards stored
+// messages and how many (7 of 9); apply refuses it without --allow-discard and changes nothing;
+// with it, the stream keeps 2.
 func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
 	b := startMeshBus(t)
 	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, change.DiffOptions{}, Options{}); err != nil {

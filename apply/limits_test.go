@@ -15,8 +15,9 @@ import (
 )
 
 // withoutLimits is the plan as meshc derived it before its streams and pulls were bounded
-// (issue 16): no max_bytes or max_msg_size, no cap per subject where mesh.yaml set none, every
-// stream dropping its oldest, pulls as long as the client asks.
+// (docs/history.md, "A machine that was only enrolling filled a stream"): no max_bytes or
+// max_msg_size, no cap per subject where mesh.yaml set none, every stream dropping its oldest,
+// pulls as long as the client asks.
 func withoutLimits(p *compiler.Plan) *compiler.Plan {
 	old := *p
 	old.Streams = slices.Clone(p.Streams)

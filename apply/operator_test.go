@@ -21,6 +21,7 @@ import (
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natstest"
+	"github.com/meshc-dev/meshc/internal/testwait"
 	"github.com/meshc-dev/meshc/operator"
 )
 
@@ -218,16 +219,12 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 	c.start(2)
 	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
 	start := time.Now()
-	for deadline := start.Add(30 * time.Second); ; {
-		behind := m.current(t, r)
-		if behind == 0 {
-			break
+	testwait.ForNil(t, "n3 to catch up", 30*time.Second, func() error {
+		if behind := m.current(t, r); behind > 0 {
+			return fmt.Errorf("%d account(s) behind", behind)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("n3 never caught up: %d account(s) behind after %s", behind, time.Since(start))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("n3 caught up %s after it came back (resolver interval 1s)", time.Since(start).Round(time.Millisecond))
 	onN3, err := m.as(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[2].Port), "person.bob")
 	if err != nil {
@@ -248,15 +245,13 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 // as the account is built.
 func waitAnswered(t *testing.T, nc *nats.Conn, subject, want string) {
 	t.Helper()
-	var last error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	testwait.ForNil(t, subject+" to be answered "+want, 10*time.Second, func() error {
 		m, err := nc.Request(subject, nil, time.Second)
-		if err == nil && string(m.Data) == want {
-			return
+		if err == nil && string(m.Data) != want {
+			err = fmt.Errorf("answered %q", m.Data)
 		}
-		last = err
-	}
-	t.Fatalf("%s was never answered: %v", subject, last)
+		return err
+	})
 }
 
 // "jwt updated" is not an account that works: an account whose import its exporter does not

@@ -53,9 +53,9 @@ func requireTakesMessages(t *testing.T, b *meshBus, stream string, subjects []st
 	publishTo(t, b, strings.Replace(subjects[0], ">", "again", 1), stream, 1)
 }
 
-// The case: the plan counted an empty stream to prune, and five messages were published
-// before the delete. The server decides: the stream takes nothing once parked, holds five, and
-// is given its subjects back, not deleted.
+// A stream pruned while its publishers still ran: the plan counted it empty, and five messages were
+// published before the delete. The server decides: the stream takes nothing once parked, holds
+// five, and is given its subjects back, not deleted.
 func TestAStreamThatReceivedMessagesAfterThePlanIsNotPruned(t *testing.T) {
 	b := startMeshBus(t)
 	retiredStream(t, b)

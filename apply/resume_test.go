@@ -201,9 +201,9 @@ func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
 	b.controller.requireNoViolation(t)
 }
 
-// The case: a point left behind, then the stream removed and applied again. The new
-// stream's consumer starts at the beginning of the new stream, whatever sequence the old one
-// had reached, so what arrives next is delivered.
+// A resume point left behind by an apply stopped mid-replace, then the stream removed and applied
+// again: the new stream's consumer starts at the beginning of the new stream, whatever sequence the
+// old one had reached, so what arrives next is delivered.
 func TestAPointLeftBehindNeverStartsAConsumerOnANewStream(t *testing.T) {
 	b := startMeshBus(t)
 	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterCreate = stop })

@@ -19,7 +19,7 @@ import (
 // The plans the apply benchmarks assert are compiled from synthetic catalogues, so their streams
 // and consumers have the mesh's real shape: three mesh streams, a work queue per seat, and most
 // consumers on EVENTS with one filter per consumed event. The sizes are chosen for the object
-// counts the issue names (about 1,000 objects; about 10,000 consumers).
+// counts a large mesh reaches (about 1,000 objects; about 10,000 consumers).
 const (
 	fromEmptyModules = 670
 	reapplyModules   = 7_300

@@ -165,16 +165,6 @@ type Rule struct {
 	// doubtful (a broken file, a name the server refuses, two users with one name): such a
 	// finding is never turned off, lowered or ignored by the catalogue.
 	Firm bool
-	// Example shows the rule firing and the fix, each a catalogue as a txtar archive (a test
-	// lints both: Before must fire the rule, After must not). `meshc explain` prints it.
-	Example Example
-}
-
-// Example is a rule's before and after: small catalogues written as txtar archives
-// (-- mesh.yaml -- then its lines, and so on), the one that fires the rule and the one that
-// fixes it. A breaking rule's example also has the Base the change is made from.
-type Example struct {
-	Base, Before, After string
 }
 
 // At makes a finding of this rule at pos.

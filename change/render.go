@@ -242,7 +242,8 @@ func renderText(w io.Writer, cs Changes) error {
 //	}
 //
 // Values are rendered as text in the JetStream API's own words ("workqueue", "720h0m0s").
-type jsonChanges struct {
+// A review's document embeds it, adding its own keys after these.
+type Document struct {
 	Version int          `json:"version"`
 	Summary jsonSummary  `json:"summary"`
 	Changes []jsonChange `json:"changes"`
@@ -295,7 +296,13 @@ type jsonChange struct {
 }
 
 func renderJSON(w io.Writer, cs Changes) error {
-	out := jsonChanges{
+	// Names come from the bus: output.WriteJSON makes them safe for a CI log.
+	return output.WriteJSON(w, cs.Document())
+}
+
+// Document is the change set as its JSON document.
+func (cs Changes) Document() Document {
+	out := Document{
 		Version:    1,
 		Summary:    jsonSummary{cs.Count(Create), cs.Count(Update), cs.Count(Replace), cs.Count(Delete), cs.Count(NoOp), cs.Unreadable()},
 		Changes:    []jsonChange{},
@@ -339,8 +346,7 @@ func renderJSON(w io.Writer, cs Changes) error {
 		}
 		out.Principals = jp
 	}
-	// Names come from the bus: output.WriteJSON makes them safe for a CI log.
-	return output.WriteJSON(w, out)
+	return out
 }
 
 func nonNil(s []string) []string {

@@ -394,7 +394,9 @@ func unstamped(ac *jwt.AccountClaims) ([]byte, error) {
 // unescapeHTML writes `<`, `>` and `&` as themselves where encoding/json wrote \u003c, \u003e
 // and \u0026 (the golden file shows these bytes to a reviewer, and `>` ends half the subjects).
 // It reads escapes left to right, as a JSON reader does, so an escaped backslash followed by
-// "u003e" stays as it was.
+// "u003e" stays as it was. An encoder without HTML escaping cannot do this: the claims'
+// signing keys marshal themselves with json.Marshal (jwt's SigningKeys.MarshalJSON), so the
+// `>` of every scoped key's template would still come out escaped.
 func unescapeHTML(b []byte) []byte {
 	if !bytes.Contains(b, []byte(`\u00`)) {
 		return b

@@ -1,6 +1,9 @@
-// Package compiler derives, from a loaded catalogue, everything the bus needs: every subject,
-// every user with its permissions, every stream and every consumer. Its product is a Plan,
-// which emit renders and apply asserts. It imports catalogue only.
+// Package compiler derives, from a loaded catalogue, everything the bus needs: every subject
+// (names.go), every user with its permissions and the declaration behind each grant, every
+// stream and consumer, an isolated mesh's accounts with their exports and imports, and in
+// operator mode each account's claims. Its product is a Plan, checked once, which emit renders
+// and apply asserts. It also compares two plans as a review reads them (users and their grants'
+// meanings, reads, accounts) and holds the one subject matcher. It imports catalogue only.
 package compiler
 
 import (

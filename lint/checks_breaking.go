@@ -220,14 +220,23 @@ func fromTo(x catalogue.Approval) string {
 	return catalogue.Excerpt(x.From.Value) + " →"
 }
 
-// BreakFindings are the breaks as lint findings: an approved break is info, its message
-// saying where it was approved and why, so the trace shows in every format.
+// ReportedSeverity is the severity the break is reported at: an approved break is info, so it
+// stays visible without failing the check; an unapproved one has its rule's.
+func (b Break) ReportedSeverity() catalogue.Severity {
+	if b.Approval != nil {
+		return catalogue.Info
+	}
+	return b.Severity
+}
+
+// BreakFindings are the breaks as lint findings, each at its reported severity, an approved
+// one's message saying where it was approved and why, so the trace shows in every format.
 func BreakFindings(bs []Break) catalogue.Findings {
 	out := make(catalogue.Findings, 0, len(bs))
 	for _, b := range bs {
 		f := b.Finding
+		f.Severity = b.ReportedSeverity()
 		if b.Approval != nil {
-			f.Severity = catalogue.Info
 			f.Message += fmt.Sprintf(" — approved in %s: %s", b.Approval.Pos, b.Approval.Reason.Value)
 		}
 		out = append(out, f)
@@ -441,26 +450,16 @@ func widenings(a Against) []Break {
 		}
 		// In the catalogue's words, one entry per meaning: a consumer's four grants are one
 		// "read its own consumer", and the subjects stay in the review beside it.
-		var gains []string
-		why := map[string][]string{}
-		for _, g := range uc.Gained {
-			m := g.Means()
-			if _, seen := why[m]; !seen {
-				gains = append(gains, m)
-				why[m] = []string{}
+		var gains, said []string
+		for _, m := range uc.Meanings() {
+			if !m.Gained {
+				continue
 			}
-			for _, w := range g.Widening {
-				if !slices.Contains(why[m], w) {
-					why[m] = append(why[m], w)
-				}
-			}
-		}
-		var said []string
-		for _, m := range gains {
-			if len(why[m]) > 0 {
-				said = append(said, m+" ("+strings.Join(why[m], ", ")+")")
+			gains = append(gains, m.Means)
+			if len(m.Widening) > 0 {
+				said = append(said, m.Means+" ("+strings.Join(m.Widening, ", ")+")")
 			} else {
-				said = append(said, m)
+				said = append(said, m.Means)
 			}
 		}
 		pos := a.meshPos()

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
@@ -38,7 +39,10 @@ func fired(t *testing.T, base, head string) []string {
 func TestExamplesAreHonest(t *testing.T) {
 	for _, r := range Rules {
 		t.Run(r.ID, func(t *testing.T) {
-			e := r.Example
+			e, err := ExampleOf(r)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if slices.Contains(compilerRules, r.ID) {
 				if e.Before != "" {
 					t.Errorf("%s has an example, but TestEveryRuleFires says no catalogue fires it: test the example", r.ID)
@@ -46,7 +50,7 @@ func TestExamplesAreHonest(t *testing.T) {
 				return
 			}
 			if e.Before == "" || e.After == "" {
-				t.Fatalf("%s has no example: add one to lint/examples.go", r.ID)
+				t.Fatalf("%s has no example: add lint/examples/%s.txtar, the catalogue that fires it under before/ and fixed under after/", r.ID, r.ID)
 			}
 			if ids := fired(t, e.Base, e.Before); !slices.Contains(ids, r.ID) {
 				t.Errorf("Before does not fire %s; it fires %v", r.ID, ids)
@@ -55,5 +59,22 @@ func TestExamplesAreHonest(t *testing.T) {
 				t.Errorf("After still fires %s", r.ID)
 			}
 		})
+	}
+}
+
+// Every example archive is a rule's: a file named for no rule (a rule renamed, a typo) would
+// never be shown or linted.
+func TestEveryExampleIsARules(t *testing.T) {
+	files, err := examples.ReadDir("examples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 10 {
+		t.Fatalf("%d example archives embedded: the embedding is broken", len(files))
+	}
+	for _, f := range files {
+		if id, ok := strings.CutSuffix(f.Name(), ".txtar"); !ok || Lookup(id) == nil {
+			t.Errorf("examples/%s is no rule's example: name it RULE.txtar after a rule of lint.Rules", f.Name())
+		}
 	}
 }

@@ -26,7 +26,10 @@ func Explain(w io.Writer, r *Rule) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%s): %s\n\n", r.ID, r.Severity, r.Summary)
 	fmt.Fprintf(&b, "Why: %s\n\n%s\n", r.Why, configuring(r))
-	e := r.Example
+	e, err := ExampleOf(r)
+	if err != nil {
+		return err
+	}
 	if e.Base != "" {
 		fmt.Fprintf(&b, "\nThe catalogue before the change (--against):\n\n%s", indent(e.Base))
 	}
@@ -36,7 +39,7 @@ func Explain(w io.Writer, r *Rule) error {
 		b.WriteString("\nNo catalogue whose names are valid makes it fire: it guards the compiler's own derivation.\n")
 	}
 	fmt.Fprintf(&b, "\nMore: %s#%s\n", RulesDoc, r.ID)
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 
@@ -59,7 +62,10 @@ func RulesPage(w io.Writer) error {
 	}
 	for _, r := range Rules {
 		fmt.Fprintf(&b, "\n## %s\n\n**%s** — %s\n\n%s\n\n%s\n", r.ID, r.Severity, r.Summary, r.Why, configuring(r))
-		e := r.Example
+		e, err := ExampleOf(r)
+		if err != nil {
+			return err
+		}
 		if e.Base != "" {
 			fmt.Fprintf(&b, "\nThe catalogue before the change (`--against`):\n\n```\n%s```\n", e.Base)
 		}

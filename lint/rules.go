@@ -1,6 +1,10 @@
-// Package lint checks a loaded catalogue as a whole: names, agreement between emitters and
-// consumers on derived subjects, the seat rules, and — through the compiler — the checks that
-// need a compiled plan. It imports catalogue and compiler, and nothing imports it but cmd/meshc.
+// Package lint checks a loaded catalogue as a whole and reports what it finds. It holds the rule
+// table (Rules: every rule meshc has, the loader's and the compiler's among them, each declared
+// beside the check that reports it, with its example under examples/), the checks of names,
+// agreement between emitters and consumers on derived subjects, seats, the inventory, isolation
+// and credentials, and the breaking-change rules of --against (Breaks), which ask change what a
+// change replaces. It writes findings as text, JSON, SARIF or GitHub workflow commands, and a
+// rule as `meshc explain` and docs/rules.md show it. cmd/meshc runs it; review reads its breaks.
 package lint
 
 import (

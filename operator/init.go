@@ -1,8 +1,6 @@
 package operator
 
 import (
-	"crypto/hkdf"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,19 +90,7 @@ func (o *Operator) OperatorJWT() (string, error) {
 // systemSigner is the system account's signing key, derived from the operator's: whoever holds
 // the operator's signing key can issue a new system user, and nobody else.
 func systemSigner(signing nkeys.KeyPair) (nkeys.KeyPair, error) {
-	seed, err := signing.Seed()
-	if err != nil {
-		return nil, err
-	}
-	_, raw, err := nkeys.DecodeSeed(seed)
-	if err != nil {
-		return nil, err
-	}
-	derived, err := hkdf.Key(sha256.New, raw, nil, "meshc system account signing key", 32)
-	if err != nil {
-		return nil, err
-	}
-	return nkeys.FromRawSeed(nkeys.PrefixByteAccount, derived)
+	return derivedKey(signing, "meshc system account signing key")
 }
 
 // SystemJWT is the system account's JWT, which the servers preload: its users may push.

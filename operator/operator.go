@@ -228,6 +228,13 @@ func IssueUser(signing nkeys.KeyPair, user, accountKey string) (string, nkeys.Ke
 // its public half with a scope that may do nothing, and apply connects as a user it signs to
 // prove an account it pushed takes connections. Derived, so it is no second secret.
 func ProbeKey(signer nkeys.KeyPair) (nkeys.KeyPair, error) {
+	return derivedKey(signer, "meshc probe key")
+}
+
+// derivedKey is an account key pair derived from the operator's signing key for one purpose
+// (HKDF-SHA256 over its raw seed, the purpose as the info): no second secret to keep, and one
+// purpose's key tells nothing of another's or of the signing key.
+func derivedKey(signer nkeys.KeyPair, purpose string) (nkeys.KeyPair, error) {
 	seed, err := signer.Seed()
 	if err != nil {
 		return nil, err
@@ -236,7 +243,7 @@ func ProbeKey(signer nkeys.KeyPair) (nkeys.KeyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	derived, err := hkdf.Key(sha256.New, raw, nil, "meshc probe key", 32)
+	derived, err := hkdf.Key(sha256.New, raw, nil, purpose, 32)
 	if err != nil {
 		return nil, err
 	}

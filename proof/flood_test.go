@@ -27,8 +27,9 @@ import (
 // the consumers the floods filled are read by their owners and the whole permission proof runs
 // again on the same bus: nothing else was degraded.
 //
-// Without the limits (before issue 16) a machine holding only an enrolment token stored 200 ×
-// 512 KiB in CONTROL, and every flood below went as far as it was sent.
+// Without the limits (docs/history.md, "A machine that was only enrolling filled a stream") a
+// machine holding only an enrolment token stored 200 × 512 KiB in CONTROL, and every flood below
+// went as far as it was sent.
 func TestAFloodIsCutOffByALimit(t *testing.T) {
 	for _, isolation := range isolations {
 		t.Run(isolation, func(t *testing.T) {

@@ -1,7 +1,10 @@
 // Package review is what a pull request shows a reviewer: the catalogue compared with its base
 // (`--against REF`), loaded from git or a directory, and everything the change does to a bus
-// that runs the base — streams and consumers, users and their grants, accounts and their
-// exports and imports, and what it breaks — rendered as text, markdown or JSON.
+// that runs the base — streams and consumers, who reads what, users and their grants, accounts
+// and their exports and imports, and what it breaks (lint's breaking rules, with the approvals
+// mesh.yaml gives). A Review is rendered as text or markdown from one model of sections and rows
+// (rows.go), or as one JSON Document; whatever came from the catalogue is escaped as lint
+// escapes it, so the pull-request comment and the CI log are safe from what a change chooses.
 package review
 
 import (

@@ -155,7 +155,7 @@ func TestKeysThatMoveAreSeenInReview(t *testing.T) {
 	if err := r.Write(&text, output.Text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Keys (keys.yaml): 2 keys changed.", "~ probe key: " + probe + " → ", "~ account novox: " + mesh + " → ", "apply refuses to move it"} {
+	for _, want := range []string{"Keys: 2 keys changed in keys.yaml.", "~ probe key: " + probe + " → ", "~ account novox: " + mesh + " → ", "apply refuses to move it"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the review lacks %q:\n%s", want, text.String())
 		}

@@ -2,9 +2,111 @@ package review
 
 import (
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/lint"
 )
+
+// Review is everything a change does to a bus running its base: the streams and consumers, who
+// reads what, the users and their grants, an isolated mesh's accounts, and what it breaks.
+type Review struct {
+	Changes  change.Changes
+	Reads    []compiler.ReadChange
+	Users    []compiler.UserChange
+	Accounts []compiler.AccountChange
+	// Keys are keys.yaml's keys the change moves (operator mode).
+	Keys   []compiler.KeyChange
+	Breaks []lint.Break
+	// Unmatched are the approvals in mesh.yaml that approve none of the breaks.
+	Unmatched catalogue.Findings
+}
+
+// Review compares the head with the base as a bus running the base would see it. With prune,
+// the base's objects the head no longer has are shown as deletes.
+func (c *Comparison) Review(prune bool) Review {
+	// The breaking rules read the same diff and user comparison the review shows: computed once.
+	compared := &lint.Compared{
+		Changes: change.Diff(change.Applied(c.Base.Plan), c.Head.Plan, change.DiffOptions{Prune: prune}),
+		Users:   compiler.CompareUsers(c.Base.Plan, c.Head.Plan),
+	}
+	breaks, unmatched := c.breaks(compared)
+	return Review{
+		Changes: compared.Changes,
+		Reads:   c.Reads(),
+		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
+		Users:     c.shownUsers(compared.Users),
+		Accounts:  compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
+		Keys:      compiler.CompareKeys(c.Base.Plan, c.Head.Plan),
+		Breaks:    breaks,
+		Unmatched: unmatched,
+	}
+}
+
+// Empty reports whether the change does nothing a reviewer needs to see.
+func (r Review) Empty() bool {
+	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Keys) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
+}
+
+// Findings are what lint --against adds to the catalogue's own findings: the breaks (an
+// approved one as info) and the approvals that approve nothing.
+func (r Review) Findings() catalogue.Findings {
+	return append(lint.BreakFindings(r.Breaks), r.Unmatched...).Sorted()
+}
+
+// Counts are the review's numbers, one source for the summary lines of every format.
+type Counts struct {
+	UsersAdded   int `json:"users_added"`
+	UsersRemoved int `json:"users_removed"`
+	UsersChanged int `json:"users_changed"`
+	// UsersWidened are exactly the users the widening rule reports.
+	UsersWidened int `json:"users_widened"`
+	// UsersReminted are the users whose recorded credential moved (minted again, or another's).
+	UsersReminted int `json:"users_reminted"`
+	// Keys are keys.yaml's keys that moved.
+	Keys int `json:"keys_changed"`
+	ReadsGained  int `json:"reads_gained"`
+	ReadsLost    int `json:"reads_lost"`
+	Accounts     int `json:"accounts_changed"`
+	Breaks       int `json:"breaks"`
+	Approved     int `json:"approved"`
+	// Unmatched approvals approve nothing in this change.
+	Unmatched int `json:"unmatched_approvals"`
+}
+
+// Count counts the review.
+func (r Review) Count() Counts {
+	var n Counts
+	for _, uc := range r.Users {
+		switch {
+		case uc.Added:
+			n.UsersAdded++
+		case uc.Removed:
+			n.UsersRemoved++
+		default:
+			n.UsersChanged++
+		}
+		if uc.Widened() {
+			n.UsersWidened++
+		}
+		if uc.Credential != nil && !uc.Added {
+			n.UsersReminted++
+		}
+	}
+	n.Keys = len(r.Keys)
+	for _, rc := range r.Reads {
+		n.ReadsGained += len(rc.Gained)
+		n.ReadsLost += len(rc.Lost)
+	}
+	n.Accounts = len(r.Accounts)
+	for _, b := range r.Breaks {
+		n.Breaks++
+		if b.Approval != nil {
+			n.Approved++
+		}
+	}
+	n.Unmatched = len(r.Unmatched)
+	return n
+}
 
 // Breaks is what the change breaks, and the approvals in mesh.yaml that approve none of it,
 // positions shown from where meshc was run.

@@ -3,9 +3,11 @@ package review
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/rogpeppe/go-internal/txtar"
 
@@ -17,7 +19,12 @@ import (
 // given as a directory, as `meshc plan --against DIR` does.
 func compare(t *testing.T, archive string) *Comparison {
 	t.Helper()
-	dir := cataloguetest.Write(t, txtar.Parse([]byte(archive)))
+	return compareIn(t, cataloguetest.Write(t, txtar.Parse([]byte(archive))))
+}
+
+// compareIn loads dir/head against dir/base.
+func compareIn(t *testing.T, dir string) *Comparison {
+	t.Helper()
 	head, err := loadSide(filepath.Join(dir, "head"))
 	if err != nil {
 		t.Fatal(err)
@@ -149,5 +156,59 @@ func TestReviewOfNothing(t *testing.T) {
 	}
 	if !strings.Contains(text.String(), "0 breaking changes, 0 of them approved") || strings.Contains(text.String(), "Who reads what") {
 		t.Errorf("the review of nothing:\n%s", text.String())
+	}
+}
+
+// A catalogue's paths reach every format of the review (a grant's declaration, a read's, a
+// break's place), and a pull request chooses them: a manifest named to hold a workflow command
+// ("##[error]…", a line starting "::") or an escape sequence is shown as lint shows it, made safe
+// for a CI log and a terminal, while the JSON still decodes to the path itself.
+func TestTheReviewIsSafeInACILog(t *testing.T) {
+	const forged = "##[error]forged\n::warning file=x::owned\x1b[2J"
+	dir := cataloguetest.Write(t, txtar.Parse([]byte(photos)))
+	for _, side := range []string{"base", "head"} {
+		from := filepath.Join(dir, side, "modules", "photos.yaml")
+		if err := os.Rename(from, filepath.Join(dir, side, "modules", forged+".yaml")); err != nil {
+			t.Skip("the file system refuses the name:", err)
+		}
+	}
+	r := compareIn(t, dir).Review(false)
+	for _, f := range []output.Format{output.Text, output.Markdown, output.JSON} {
+		var b bytes.Buffer
+		if err := r.Write(&b, f); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, "forged") {
+			t.Fatalf("the %s review does not show the manifest's path at all:\n%s", f, out)
+		}
+		if strings.Contains(out, "##[") {
+			t.Errorf("the %s review carries ##[ raw:\n%s", f, out)
+		}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "::") {
+				t.Errorf("the %s review has a line a runner reads as a workflow command: %q", f, line)
+			}
+			if strings.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) }) {
+				t.Errorf("the %s review carries a control character raw: %q", f, line)
+			}
+		}
+	}
+	var doc struct {
+		Reads []struct {
+			Gained []struct {
+				Source struct{ File string } `json:"source"`
+			} `json:"gained"`
+		} `json:"reads"`
+	}
+	var js bytes.Buffer
+	if err := r.Write(&js, output.JSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Reads) != 1 || len(doc.Reads[0].Gained) != 1 || !strings.HasSuffix(doc.Reads[0].Gained[0].Source.File, "/modules/"+forged+".yaml") {
+		t.Errorf("the JSON review does not decode to the manifest's path: %+v", doc.Reads)
 	}
 }

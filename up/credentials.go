@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"

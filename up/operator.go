@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"

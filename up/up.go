@@ -1,6 +1,7 @@
 // Package up runs a catalogue's bus on this machine: an embedded nats-server with JetStream on
 // 127.0.0.1, configured from a state directory holding development credentials, the accounts
-// file meshc composes and the server's own half that includes it, with the plan applied as
+// file meshc composes and the server's own half that includes it (in operator mode, a
+// development operator and the account JWTs pushed to its resolver), with the plan applied as
 // mesh-controller. `meshc up`, the permission proof, the benchmarks and the command's tests all
 // start a bus through Start, so what the proof proves is what `up` runs.
 package up

@@ -121,20 +121,12 @@ func TestTheAccountsFileKeepsItsOwnerModeAndLink(t *testing.T) {
 // whose reload never happened is reloaded by the rerun. A reload the server rejects is exit 2
 // with why, and once the cause is gone the next run signals again.
 func TestReloadFollowsWhatTheServerLoaded(t *testing.T) {
-	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
-	mint(t, dir, "--missing")
-	conf := t.TempDir()
-	accounts := filepath.Join(conf, "accounts.conf")
-	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
-		t.Fatal(errs)
-	}
-	s := serverWithAccounts(t, conf)
+	b := newDeliveryBus(t, true, nil)
+	dir, accounts, s := b.dir, b.accounts, b.s
 	monitor, self := s.monitor, s.pid()
 
 	// dave is added; the file is written but the server is not told (a run whose reload failed).
-	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	withDave(t, dir)
 	dave := mint(t, dir, "person.dave")["person.dave"]
 	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 || !strings.Contains(errs, "wrote") {
 		t.Fatalf("%d %s", code, errs)
@@ -146,14 +138,7 @@ func TestReloadFollowsWhatTheServerLoaded(t *testing.T) {
 
 	// The server refuses the next reload: its own configuration changed in a way it cannot take
 	// in place.
-	serverConf := filepath.Join(conf, "server.conf")
-	good, err := os.ReadFile(serverConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(serverConf, append([]byte("server_name: renamed\n"), good...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	restore := b.breakReloads(t)
 	// The server says it refused in its log, and that is what apply reports, without waiting
 	// out --reload-timeout: the server's own words are the proof it did not.
 	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", self, "--monitor", monitor, "--reload-timeout", "10m")
@@ -161,9 +146,7 @@ func TestReloadFollowsWhatTheServerLoaded(t *testing.T) {
 		t.Fatalf("a rejected reload: %d %s", code, errs)
 	}
 
-	if err := os.WriteFile(serverConf, good, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	restore()
 	code, _, errs = meshc(t, "apply", dir, "--accounts", accounts, "--reload", self, "--monitor", monitor)
 	if code != 0 || !strings.Contains(errs, "is current and the server reloaded it: it had not loaded the file as it is") {
 		t.Fatalf("the rerun after a failed reload: %d %s", code, errs)

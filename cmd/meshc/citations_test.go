@@ -34,7 +34,8 @@ func TestCitationCheckFiresAndStaysQuiet(t *testing.T) {
 	write("README.md", "# meshc\n\n### Exit status\n\nSee [quoting](docs/nats.md#config-quoting) and [here](#exit-status).\n")
 	write("good/good.go", "package good\n\n// Quoted (docs/nats.md, \"Config\n// quoting\"), acked (docs/nats.md, \"Ack subjects\"), exited (README.md, \"Exit status\").\n"+
 		"// Twice: docs/nats.md#ack-subjects and docs/nats.md#ack-subjects-1; a URL is not ours:\n// https://example.com/docs/nats.md#nowhere.\n")
-	write("docs/good.md", "# Good\n\n[ack](nats.md#ack-subjects), [top](#good), [quoting](nats.md#config-quoting).\n")
+	write("docs/good.md", "# Good\n\n[ack](nats.md#ack-subjects), [top](#good), [quoting](nats.md#config-quoting). Bounded since issue 16.\n")
+	write("good/issue.go", "package good\n\n// Issue mints a user; its issuer signs, the issue time stamped.\nfunc Issue() {}\n")
 	if p := citationProblems(t, root); len(p) > 0 {
 		t.Fatalf("good citations were refused:\n%s", strings.Join(p, "\n"))
 	}
@@ -55,6 +56,8 @@ func TestCitationCheckFiresAndStaysQuiet(t *testing.T) {
 		"README.md":    "# meshc\n\n### Exit status\n\n[here](#exit-codes)\n",
 		"m.go":         "// (README.md, \"Not a heading\")\n",
 		"n/deep/o.yml": "# (docs/nats.md, \"Reload\")\n",
+		"p_test.go":    "// The issue's case: a stream left behind\n",
+		"q.go":         "// bounded since issue 16\n",
 	}
 	for name, text := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -96,6 +99,10 @@ var outside = []*regexp.Regexp{
 	regexp.MustCompile(`\bdesign \d+\b`),
 	regexp.MustCompile(`/work/shared|\bSTYLE\.md|facts/operator-mode`),
 }
+
+// anIssue is how code and tests cited the issue they were written for. The history pages
+// (docs/history.md, BENCHMARKS.md) may date a change by its issue; code says what it handles.
+var anIssue = regexp.MustCompile(`\b[Tt]he issue\b|\b[Ii]ssue \d+\b`)
 
 var (
 	// page is a page a citation may name: the README, BENCHMARKS.md, or one under docs/.
@@ -160,6 +167,14 @@ func citationProblems(t *testing.T, root string) []string {
 		for _, re := range outside {
 			for _, m := range re.FindAllStringIndex(text, -1) {
 				say(m[0], "%q cites a document outside the repository: cite the docs/ page and section that holds the fact (add it there if it is missing)", text[m[0]:m[1]])
+			}
+		}
+		if strings.HasSuffix(rel, ".go") {
+			for _, m := range anIssue.FindAllStringIndex(text, -1) {
+				if strings.HasPrefix(text[m[1]:], " time") {
+					continue // a JWT's issue time
+				}
+				say(m[0], "%q cites an issue, which a reader of the code cannot open: say the case (what happens, to whom), or cite the docs/ section that tells it", text[m[0]:m[1]])
 			}
 		}
 		for _, m := range bySection.FindAllStringSubmatchIndex(text, -1) {

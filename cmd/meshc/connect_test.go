@@ -97,8 +97,8 @@ func writeContext(t *testing.T, config, name string, fields map[string]string) {
 
 func firstLine(s string) string { line, _, _ := strings.Cut(s, "\n"); return line }
 
-// The "done when": a CI job whose only secrets are NATS_URL, NATS_USER=mesh-controller and
-// NATS_PASSWORD plans and applies against a bus running meshc's own accounts.conf.
+// The CI job meshc is built for, whose only secrets are NATS_URL, NATS_USER=mesh-controller and
+// NATS_PASSWORD, plans and applies against a bus running meshc's own accounts.conf.
 func TestPlanAndApplyAsTheMeshControllerByEnvironment(t *testing.T) {
 	dir, url, pw := emittedBus(t, nil)
 	t.Setenv("NATS_URL", url)

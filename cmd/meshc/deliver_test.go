@@ -28,14 +28,16 @@ type deliveryBus struct {
 	s                   *serverProcess
 }
 
-// newDeliveryBus writes the catalogue's accounts file and starts a nats-server process serving
-// it. withLog gives the server a log_file meshc can read; without, it logs to a pipe.
-func newDeliveryBus(t *testing.T, withLog bool) *deliveryBus {
+// newDeliveryBus lays out testdata/reload.txtar, lets edit change the catalogue before anything
+// is minted (nil leaves it as the archive has it), mints every user, writes the accounts file and
+// starts a nats-server process serving it. withLog gives the server a log_file meshc can read;
+// without, it logs to a pipe. NATS settings from the environment are set aside.
+func newDeliveryBus(t *testing.T, withLog bool, edit func(t *testing.T, dir string)) *deliveryBus {
 	t.Helper()
 	isolateNATSSettings(t)
 	b := &deliveryBus{dir: cataloguetest.Extract(t, "testdata/reload.txtar"), conf: filepath.Join(t.TempDir(), "nats")}
-	if err := os.Rename(filepath.Join(b.dir, "inventory-v2.yaml"), filepath.Join(b.dir, "inventory.yaml")); err != nil {
-		t.Fatal(err)
+	if edit != nil {
+		edit(t, b.dir)
 	}
 	b.pw = mint(t, b.dir, "--missing")
 	b.accounts = filepath.Join(b.conf, "accounts.conf")
@@ -48,6 +50,14 @@ func newDeliveryBus(t *testing.T, withLog bool) *deliveryBus {
 		b.s = startServerProcess(t, serverConf(t, b.conf, ""), "")
 	}
 	return b
+}
+
+// withDave puts the archive's second inventory in place: dave, who may call catalog's lookup.
+func withDave(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // apply runs meshc apply --accounts --reload on the bus's server, with more flags.
@@ -107,12 +117,12 @@ func (b *deliveryBus) breakReloads(t *testing.T) (restore func()) {
 	}
 }
 
-// The case (a): the switch to an account per principal whose first reload the server
+// An owed reload, first case: the switch to an account per principal whose first reload the server
 // refused. The rerun finds the file already written; the server, not the file, says what is owed:
 // the server had not loaded it, then the new accounts' imports were dead. Two reloads, and dave's
 // call through his new account's import is answered.
 func TestAReloadOwedAfterARefusedFirstReloadIsMadeByTheRerun(t *testing.T) {
-	b := newDeliveryBus(t, true)
+	b := newDeliveryBus(t, true, withDave)
 	b.perModule(t)
 	restore := b.breakReloads(t)
 	if code, errs := b.apply(t); code != exitCantRun || !strings.Contains(errs, "refused the reload") {
@@ -128,11 +138,11 @@ func TestAReloadOwedAfterARefusedFirstReloadIsMadeByTheRerun(t *testing.T) {
 	}
 }
 
-// The case (b): the first reload made, the second not (the apply killed between them, or
-// the second refused). The rerun finds the file current and loaded, and the new accounts'
+// An owed reload, second case: the first reload made, the second not (the apply killed between
+// them, or the second refused). The rerun finds the file current and loaded, and the new accounts'
 // imports dead: it reloads once more, and dave's call is answered.
 func TestAReloadOwedAfterTheFirstOfTwoIsMadeByTheRerun(t *testing.T) {
-	b := newDeliveryBus(t, true)
+	b := newDeliveryBus(t, true, withDave)
 	b.perModule(t)
 	if code, _, errs := meshc(t, "apply", b.dir, "--accounts", b.accounts); code != 0 {
 		t.Fatalf("writing the file: %d %s", code, errs)
@@ -161,7 +171,7 @@ func TestAReloadOwedAfterTheFirstOfTwoIsMadeByTheRerun(t *testing.T) {
 // default port, say) is found out before anything is written, not taken for the server that has
 // loaded the file.
 func TestAMonitorOfAnotherServerIsRefused(t *testing.T) {
-	b := newDeliveryBus(t, true)
+	b := newDeliveryBus(t, true, withDave)
 	// The file changes and the server is not told (a run without --reload); another server starts
 	// afterwards, so its configuration looks newer than the file.
 	if err := os.WriteFile(filepath.Join(b.dir, "inventory.yaml"), []byte("nodes:\n  - {name: anchor, runs: [catalog]}\n"), 0o644); err != nil {
@@ -186,7 +196,7 @@ func TestAMonitorOfAnotherServerIsRefused(t *testing.T) {
 
 // --accounts must be the file the server includes: one it does not is never reported reloaded.
 func TestAnAccountsFileTheServerDoesNotIncludeIsRefused(t *testing.T) {
-	b := newDeliveryBus(t, true)
+	b := newDeliveryBus(t, true, withDave)
 	elsewhere := filepath.Join(t.TempDir(), "accounts.conf")
 	code, _, errs := meshc(t, "apply", b.dir, "--accounts", elsewhere, "--reload", b.s.pid(), "--monitor", b.s.monitor)
 	if code != exitCantRun || !strings.Contains(errs, "does not include this file") || strings.Contains(errs, "reloaded") {
@@ -197,12 +207,12 @@ func TestAnAccountsFileTheServerDoesNotIncludeIsRefused(t *testing.T) {
 	}
 }
 
-// The case 4: apply B decided about the file and the server before waiting for the lock,
-// and acted on it after, while apply A had meanwhile written another catalogue's users and
-// reloaded: B said "current" and the server kept A's users. Decided under the lock, B writes its
-// own users and the server serves them.
+// Two applies racing for one accounts file: apply B decided about the file and the server before
+// waiting for the lock, and acted on it after, while apply A had meanwhile written another
+// catalogue's users and reloaded: B said "current" and the server kept A's users. Decided under the
+// lock, B writes its own users and the server serves them.
 func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
-	b := newDeliveryBus(t, true)
+	b := newDeliveryBus(t, true, withDave)
 	if code, errs := b.apply(t); code != 0 {
 		t.Fatalf("%d %s", code, errs)
 	}
@@ -278,7 +288,7 @@ func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
 func TestASignalledApplyGivesTheLockBack(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			b := newDeliveryBus(t, false)
+			b := newDeliveryBus(t, false, withDave)
 			b.breakReloads(t)
 			if err := os.WriteFile(filepath.Join(b.dir, "inventory.yaml"), []byte("nodes:\n  - {name: anchor, runs: [catalog]}\n"), 0o644); err != nil {
 				t.Fatal(err)

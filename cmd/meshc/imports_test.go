@@ -47,6 +47,14 @@ func TestTheImportRule(t *testing.T) {
 			}
 		}
 	}
+	// One library a job: the second YAML library once came in with meshc up.
+	for pkg, imp := range pkgs {
+		for _, dep := range imp.other {
+			if use, ok := insteadOf[dep]; ok {
+				t.Errorf("%s imports %s: meshc uses %s for that", pkg, dep, use)
+			}
+		}
+	}
 	// A test importing a package that (through any number of others) imports the package under
 	// test is a loop in the tests. A package's own helper for tests (catalogue/cataloguetest)
 	// imports it by design, as net/http/httptest imports net/http.
@@ -139,7 +147,14 @@ func importTable(t *testing.T) map[string][]string {
 // ownHelper is a package's own helper for tests: catalogue's catalogue/cataloguetest.
 func ownHelper(pkg string) string { return pkg + "/" + filepath.Base(pkg) + "test" }
 
-type imports struct{ code, tests []string }
+// insteadOf are libraries meshc does not import, each with the one it uses for the same job.
+var insteadOf = map[string]string{
+	"gopkg.in/yaml.v3": "go.yaml.in/yaml/v3",
+}
+
+// imports are a package's imports of meshc's own packages, from its code and from its tests,
+// and of everything else, from either.
+type imports struct{ code, tests, other []string }
 
 // meshcPackages reads every package of the repository and its imports of meshc's own packages,
 // by parsing each file's import block.
@@ -168,6 +183,7 @@ func meshcPackages(t *testing.T) map[string]imports {
 			p := strings.Trim(s.Path.Value, `"`)
 			dep, ok := strings.CutPrefix(p, module)
 			if !ok {
+				imp.other = appendOnce(imp.other, p)
 				continue
 			}
 			if strings.HasSuffix(path, "_test.go") {

@@ -86,21 +86,13 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 // it twice, so a person's call through the service import of an account the reload created is
 // answered at once.
 func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
-	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
-	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pw := mint(t, dir, "--missing")
-	conf := filepath.Join(t.TempDir(), "nats")
-	accounts := filepath.Join(conf, "accounts.conf")
-	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
-		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
-	}
-	s := serverWithAccounts(t, conf)
-	monitor := s.monitor
+	b := newDeliveryBus(t, true, func(t *testing.T, dir string) {
+		withDave(t, dir)
+		if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\nisolation: shared-account\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dir, pw, accounts, s, monitor := b.dir, b.pw, b.accounts, b.s, b.s.monitor
 
 	if err := os.WriteFile(filepath.Join(dir, "mesh.yaml"), []byte("name: novox\n"), 0o644); err != nil {
 		t.Fatal(err)

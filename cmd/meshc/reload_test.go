@@ -12,7 +12,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
@@ -43,16 +42,8 @@ func mint(t *testing.T, dir string, users ...string) map[string]string {
 // and signals it, the way an operator's CI would: the real SIGHUP path of the server, and the
 // connection that already existed is neither dropped nor disturbed.
 func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing.T) {
-	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
-	pw := mint(t, dir, "--missing")
-
-	conf := filepath.Join(t.TempDir(), "nats")
-	accounts := filepath.Join(conf, "accounts.conf")
-	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
-		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
-	}
-	s := serverWithAccounts(t, conf)
-	monitor := s.monitor
+	b := newDeliveryBus(t, true, nil)
+	dir, pw, accounts, s, monitor := b.dir, b.pw, b.accounts, b.s, b.s.monitor
 
 	var disconnects atomic.Int32
 	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
@@ -75,9 +66,7 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	}
 
 	// A person is added and minted; apply writes the file and signals this process's server.
-	if err := os.Rename(filepath.Join(dir, "inventory-v2.yaml"), filepath.Join(dir, "inventory.yaml")); err != nil {
-		t.Fatal(err)
-	}
+	withDave(t, dir)
 	dave := mint(t, dir, "person.dave")["person.dave"]
 	code, _, errs := meshc(t, "apply", dir, "--accounts", accounts, "--reload", s.pid(), "--monitor", monitor)
 	if code != 0 || !strings.Contains(errs, "the server reloaded it") {

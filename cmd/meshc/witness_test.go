@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/meshc-dev/meshc/apply"
-	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
@@ -18,16 +17,8 @@ import (
 // recorded, the delivery meshc recorded on the bus, or the server's config_digest — as
 // mesh-controller, on a server running meshc's accounts file and reloading on its own signal.
 func TestPlanAndApplySayWhenTheBusUsersMayDiffer(t *testing.T) {
-	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
-	pw := mint(t, dir, "--missing")
-	conf := filepath.Join(t.TempDir(), "nats")
-	accounts := filepath.Join(conf, "accounts.conf")
-	if code, _, errs := meshc(t, "apply", dir, "--accounts", accounts); code != 0 {
-		t.Fatalf("apply --accounts with no server: %d %s", code, errs)
-	}
-	s := serverWithAccounts(t, conf)
-	monitor := s.monitor
-	isolateNATSSettings(t)
+	b := newDeliveryBus(t, true, nil)
+	dir, pw, accounts, s, monitor := b.dir, b.pw, b.accounts, b.s, b.s.monitor
 	t.Setenv("NATS_URL", s.url)
 	t.Setenv("NATS_USER", "mesh-controller")
 	t.Setenv("NATS_PASSWORD", pw["mesh-controller"])
