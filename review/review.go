@@ -63,12 +63,12 @@ type Counts struct {
 	// UsersReminted are the users whose recorded credential moved (minted again, or another's).
 	UsersReminted int `json:"users_reminted"`
 	// Keys are keys.yaml's keys that moved.
-	Keys int `json:"keys_changed"`
-	ReadsGained  int `json:"reads_gained"`
-	ReadsLost    int `json:"reads_lost"`
-	Accounts     int `json:"accounts_changed"`
-	Breaks       int `json:"breaks"`
-	Approved     int `json:"approved"`
+	Keys        int `json:"keys_changed"`
+	ReadsGained int `json:"reads_gained"`
+	ReadsLost   int `json:"reads_lost"`
+	Accounts    int `json:"accounts_changed"`
+	Breaks      int `json:"breaks"`
+	Approved    int `json:"approved"`
 	// Unmatched approvals approve nothing in this change.
 	Unmatched int `json:"unmatched_approvals"`
 }
