@@ -662,23 +662,20 @@ func (p *Pusher) streamsOf(ctx context.Context, key string) ([]string, error) {
 	}
 	var out []string
 	for _, a := range answers {
+		// The account's detail (JszAccount): an error answer for a server that has not built it.
 		var m struct {
 			Data *struct {
-				Accounts []struct {
-					Streams []struct {
-						Name string `json:"name"`
-					} `json:"stream_detail"`
-				} `json:"account_details"`
+				Streams []struct {
+					Name string `json:"name"`
+				} `json:"stream_detail"`
 			} `json:"data"`
 		}
 		if json.Unmarshal(a.Data, &m) != nil || m.Data == nil {
 			continue
 		}
-		for _, acc := range m.Data.Accounts {
-			for _, s := range acc.Streams {
-				if !slices.Contains(out, s.Name) {
-					out = append(out, s.Name)
-				}
+		for _, s := range m.Data.Streams {
+			if !slices.Contains(out, s.Name) {
+				out = append(out, s.Name)
 			}
 		}
 	}

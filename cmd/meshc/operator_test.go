@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -101,6 +103,41 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if said := run(exitOK, "apply", dir); strings.Contains(said, "accounts: pushed") || !strings.Contains(said, "users and accounts: unchanged") {
 		t.Fatalf("second apply pushed something: %s", said)
 	}
+
+	// plan reads the resolver as the system user (CI's secret is in the environment): nothing
+	// differs, and a person gaining a tool is a change of the plan, exit 1, in its JSON too.
+	if code, out, errs := meshc(t, "plan", dir); code != exitOK || !strings.Contains(out, "users and accounts: unchanged") {
+		t.Fatalf("plan after the apply: %d\n%s%s", code, out, errs)
+	}
+	inventory0 := filepath.Join(dir, catalogue.InventoryFile)
+	inv0, _ := os.ReadFile(inventory0)
+	os.WriteFile(inventory0, []byte(strings.Replace(string(inv0), "may-call: [builder.build-now, audit-log.search]", "may-call: [builder.build-now, audit-log.search, catalog.lookup]", 1)), 0o644)
+	code, out, errs := meshc(t, "plan", dir, "--format", "json")
+	if code != exitFailed || !strings.Contains(out, `"name": "person.bob"`) || !strings.Contains(out, `"mesh.mod.catalog.tool.lookup"`) {
+		t.Fatalf("plan of bob gaining a tool: %d\n%s%s", code, out, errs)
+	}
+	os.WriteFile(inventory0, inv0, 0o644)
+
+	// keys.yaml loses the mesh account's line: lint says to mint, and mint records the key the
+	// golden claims know, never a new one — the account under it holds every stream.
+	keysPath := filepath.Join(dir, catalogue.KeysFile)
+	keys0, _ := os.ReadFile(keysPath)
+	meshKeyLine := regexp.MustCompile(`(?m)^  "novox": .*\n`)
+	os.WriteFile(keysPath, meshKeyLine.ReplaceAll(keys0, nil), 0o644)
+	run(exitOK, "mint", "--dir", dir, "--missing", "--out", t.TempDir())
+	if keys1, _ := os.ReadFile(keysPath); !bytes.Equal(keys1, keys0) {
+		t.Fatalf("mint --missing recorded another key for the mesh's account:\n%s\nwas:\n%s", keys1, keys0)
+	}
+	// Re-keyed by hand: apply refuses, naming the key the servers hold it under, and changes
+	// nothing.
+	newKey, _ := catalogue.MintAccountKey()
+	oldKey := strings.Trim(strings.TrimSpace(strings.TrimPrefix(meshKeyLine.FindString(string(keys0)), `  "novox": `)), `"`)
+	os.WriteFile(keysPath, []byte(strings.Replace(string(keys0), oldKey, newKey, 1)), 0o644)
+	if said := run(exitFailed, "apply", dir); !strings.Contains(said, "recorded under a new key") || !strings.Contains(said, oldKey) || !strings.Contains(said, "EVENTS") {
+		t.Fatalf("apply of a re-keyed mesh account: %s", said)
+	}
+	os.WriteFile(keysPath, keys0, 0o644)
+	run(exitOK, "apply", dir)
 
 	// Clients of the bus as it runs: each must stay connected through what follows.
 	disconnects := map[string]*atomic.Int32{}

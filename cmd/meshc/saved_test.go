@@ -39,6 +39,26 @@ func TestASavedPlanAppliesExactlyAndRefusesAfterDrift(t *testing.T) {
 	}
 	os.WriteFile(catalog, before, 0o644)
 
+	// credentials.yaml moved too: a credential re-minted after the review is a change the review
+	// did not show (and in operator mode keys.yaml is read and digested the same way).
+	creds := filepath.Join(dir, "credentials.yaml")
+	credsBefore, _ := os.ReadFile(creds)
+	mint(t, dir, "mesh-controller")
+	code, _, errs = meshc(t, "apply", saved)
+	if code != exitFailed || !strings.Contains(errs, "credentials.yaml changed") {
+		t.Fatalf("apply of a plan whose credentials moved: %d %s", code, errs)
+	}
+	os.WriteFile(creds, credsBefore, 0o600)
+
+	// Another bus than the one it was saved against is refused.
+	data, _ := os.ReadFile(saved)
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere.json")
+	os.WriteFile(elsewhere, []byte(strings.Replace(string(data), `"identity": "server at `, `"identity": "cluster elsewhere`+"`"+`x`, 1)), 0o644)
+	code, _, errs = meshc(t, "apply", elsewhere)
+	if code != exitFailed || !strings.Contains(errs, "the plan was saved against cluster elsewhere") {
+		t.Fatalf("apply of a plan saved against another bus: %d %s", code, errs)
+	}
+
 	// --prune was decided when the plan was made.
 	if code, _, errs = meshc(t, "apply", saved, "--prune"); code != exitCantRun || !strings.Contains(errs, "drop --prune") {
 		t.Fatalf("apply FILE --prune: %d %s", code, errs)
@@ -51,6 +71,11 @@ func TestASavedPlanAppliesExactlyAndRefusesAfterDrift(t *testing.T) {
 	}
 	if code, out, errs := meshc(t, "plan", dir); code != 0 {
 		t.Fatalf("plan after the saved plan was applied: %d\n%s%s", code, out, errs)
+	}
+	// Applied again (a CI job re-run after it succeeded): nothing is left to do, and that is no
+	// drift of the bus.
+	if code, _, errs := meshc(t, "apply", saved); code != 0 || !strings.Contains(errs, "the saved plan's changes are all on the bus already") {
+		t.Fatalf("the saved plan applied twice: %d %s", code, errs)
 	}
 
 	// The bus moved: the plan was saved against the bus as it was, and applied since. A second
