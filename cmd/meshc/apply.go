@@ -86,14 +86,22 @@ delivery is recorded on the bus (the file's digest, and the server's config_dige
 --monitor reads it), so a later plan or apply without --accounts can say whether the users
 and permissions on the bus are still the catalogue's.
 
-Without --accounts, apply delivers streams and consumers only, and says when the users and
-permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
-recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
+Without --accounts, apply delivers streams and consumers only, and shows the users and accounts
+that differ from the delivery recorded on the bus ("not by this apply"), or says it cannot tell
+when nothing is recorded or the server's config_digest (--monitor) moved since.
 
-With 'auth: operator' there is no accounts file: first, as the system user, apply pushes the
-account JWTs that differ from what the servers' resolver holds (golden/claims.json), exporters
-first, proves each works, and deletes the mesh's accounts the catalogue dropped: no file, no
-signal, no reload (secrets: MESHC_OPERATOR_SIGNING_KEY, MESHC_SYSTEM_CREDS, or the flags).
+A saved plan applied again once its changes are on the bus (a CI job re-run) does nothing and
+exits 0; one made against another bus is refused.
+
+Users, credentials and accounts are changes of the plan like streams and consumers: shown,
+counted, saved, refused before anything is written, delivered under the lock (after the refusals,
+before the streams), and removed last. With 'auth: operator' there is no accounts file: as the
+system user, apply reads what the servers' resolver holds, pushes the account JWTs that differ
+(exporters first, each proven by a user of it connecting), and removes the accounts the catalogue
+dropped — revoked first, deleted once every server answers, never one holding streams or tagged
+by another catalogue; a mesh account recorded under a new key is refused. The one push before the
+lock is the mesh's own account on servers that hold none (secrets: MESHC_OPERATOR_SIGNING_KEY,
+MESHC_SYSTEM_CREDS, or the flags).
 
 Flags:
   --dry-run         print the plan and touch nothing

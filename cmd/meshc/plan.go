@@ -31,12 +31,15 @@ Says what applying the catalogue in DIR (default: the current directory) would c
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
 cannot make in place), - delete (only with --prune), and what is kept on purpose.
 
-With no server, it compares against the committed golden plan (DIR/golden/plan.json, or -o):
-what a pull request changes. With --server, --context or NATS_URL, it compares against the
-live server, reading it with the paged list API (a handful of requests, however many objects),
-and says when the users and permissions on the bus may differ from the catalogue's, and what
-that rests on (the delivery meshc apply --accounts recorded on the bus, the server's
-config_digest with --monitor, or nothing the bus records).
+Users, credentials and accounts are part of the plan: each user and account that differs is a
+row, created, changed (grants, imports, exports, limits, a credential re-minted) or deleted.
+
+With no server, it compares against the committed golden files (DIR/golden/plan.json and
+accounts.conf or claims.json, or -o): what a pull request changes. With --server, --context or
+NATS_URL, it compares against the live server, reading it with the paged list API (a handful of
+requests, however many objects), and the users and accounts against the delivery meshc apply
+--accounts recorded on the bus (the server's config_digest with --monitor), or in operator mode
+against the servers' resolver, read as the system user ($MESHC_SYSTEM_CREDS or --system-creds).
 
 With --against REF, it compares against the base catalogue at REF (the pull request's base
 branch) and shows everything the change does to a bus running the base: streams and consumers,
@@ -55,6 +58,8 @@ Flags:
   -o DIR           the golden directory to compare against (default DIR/golden)
   --monitor URL    with a server, its monitoring endpoint: /varz config_digest says whether
                    the server still runs the accounts file meshc apply --accounts delivered
+  --system-creds FILE  auth: operator: the system user's credentials, to compare the accounts
+                   the resolver holds (else $MESHC_SYSTEM_CREDS)
   --save FILE      with a server: also save the plan to FILE for 'meshc apply FILE', which
                    applies exactly this change set and refuses, naming what moved, if the
                    catalogue's files or the objects it changes on the bus changed since
