@@ -186,7 +186,8 @@ func refusalsOf(cs change.Changes, opts Options) []string {
 				noun, strings.Join(c.Unmanaged, ", ")))
 			continue
 		}
-		if discarding := c.Discarding(); len(discarding) > 0 && !opts.AllowDiscard {
+		// A drop approved in mesh.yaml and carried by the reviewed saved plan needs no flag.
+		if discarding := c.Unapproved(); len(discarding) > 0 && !opts.AllowDiscard {
 			var what []string
 			for _, f := range discarding {
 				what = append(what, fmt.Sprintf("%s %s → %s (%s)", f.Name, f.Old, f.New, f.DropsSaid()))

@@ -198,6 +198,7 @@ func (r *Run) decide(ctx context.Context, bus *Bus, live *change.State, changes 
 		if err := r.Saved.StillHolds(live, *changes); err != nil {
 			return refusal{err}
 		}
+		r.Saved.Approvals(changes)
 	}
 	if bus != nil {
 		if err := CountDrops(ctx, bus, *changes, r.Read); err != nil {

@@ -57,6 +57,10 @@ type Field struct {
 	Discards     bool   `json:"discards,omitempty"`
 	DiscardsWhen string `json:"discards_when,omitempty"`
 	Drops        string `json:"drops,omitempty"`
+	// Approved is where mesh.yaml's approve: accepts this drop (a retention break from this
+	// value to that one), "" when nothing does: a saved plan carrying it is what lets `meshc apply
+	// FILE` make the drop without --allow-discard.
+	Approved string `json:"approved,omitempty"`
 	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
 	// change adds and takes away: a reviewer reads one new filter, not two long lists.
 	Added   []string `json:"added,omitempty"`
@@ -154,6 +158,17 @@ type Change struct {
 	// Revokes: an account the catalogue dropped is first pushed as a revoking version — no
 	// users, no connections, newer than any held — then deleted if the action is Delete.
 	Revokes bool
+}
+
+// Unapproved lists the discarding fields no approval accepts.
+func (c Change) Unapproved() []Field {
+	var out []Field
+	for _, f := range c.Discarding() {
+		if f.Approved == "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Discarding lists the fields of a change the server makes by dropping stored messages.

@@ -178,6 +178,9 @@ func renderText(w io.Writer, cs Changes) error {
 			}
 			if f.Discards && c.Action == Update {
 				fmt.Fprintf(&b, "  (discards stored messages: %s)", f.DropsSaid())
+				if f.Approved != "" {
+					fmt.Fprintf(&b, " (approved in %s)", safetext.Line(f.Approved))
+				}
 			}
 			b.WriteString("\n")
 		}
@@ -388,6 +391,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				}
 				if f.Discards && c.Action == Update {
 					s += " (**discards stored messages**: " + mdCell(f.DropsSaid()) + ")"
+					if f.Approved != "" {
+						s += " (approved in `" + mdCell(f.Approved) + "`)"
+					}
 				}
 				what = append(what, s)
 			}

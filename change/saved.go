@@ -233,6 +233,27 @@ func (s *Saved) ChangesMoved(cs Changes) []string {
 	return moved(was, now)
 }
 
+// Approvals carries the saved plan's approved drops onto the change set made now: the drops the
+// reviewed plan showed approved, field for field, from the same value to the same value. The
+// approval is the saved plan's to give: a plain apply's change set carries none.
+func (s *Saved) Approvals(cs *Changes) {
+	approved := map[string]string{}
+	for _, c := range s.Changes.Items {
+		for _, f := range c.Fields {
+			if f.Approved != "" {
+				approved[c.Name()+" "+f.Name+" "+f.Old+" "+f.New] = f.Approved
+			}
+		}
+	}
+	for i := range cs.Items {
+		c := &cs.Items[i]
+		for j := range c.Fields {
+			f := &c.Fields[j]
+			f.Approved = approved[c.Name()+" "+f.Name+" "+f.Old+" "+f.New]
+		}
+	}
+}
+
 // Done reports whether the bus already holds everything the saved plan changes: nothing it
 // would deliver is left to do (a CI job run again after it applied the plan), and it had
 // something to do. What this apply would not deliver (users delivered where the server runs) is

@@ -187,6 +187,8 @@ func runPlan(inv *invocation, args []string) int {
 		}
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune, Principals: want})
+	// Drops mesh.yaml approves are marked: a saved plan carries them to apply.
+	lint.ApproveDrops(c, &changes)
 	if count != nil {
 		// What a change would drop is counted on the live bus only.
 		if err := count(changes); err != nil {

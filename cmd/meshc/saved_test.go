@@ -116,3 +116,46 @@ func TestASavedPlanAppliesExactlyAndRefusesAfterDrift(t *testing.T) {
 		t.Fatalf("apply of a file that is not a saved plan: %d %s", code, errs)
 	}
 }
+
+// A retention change the review approved in mesh.yaml is applied from the saved plan on merge
+// without --allow-discard, as the example workflow applies it: the approval, carried by the plan
+// that was reviewed, is what allows that drop and only that drop; a plain apply still needs the
+// flag, and a drop the approval does not name is refused.
+func TestASavedPlanCarriesTheApprovedDrops(t *testing.T) {
+	dir, url, pw := emittedBus(t, nil)
+	t.Setenv("NATS_URL", url)
+	t.Setenv("NATS_USER", "mesh-controller")
+	t.Setenv("NATS_PASSWORD", pw["mesh-controller"])
+	if code, _, errs := meshc(t, "apply", dir); code != 0 {
+		t.Fatalf("the first apply: %d %s", code, errs)
+	}
+	meshYAML := filepath.Join(dir, "mesh.yaml")
+	base, _ := os.ReadFile(meshYAML)
+	saved := filepath.Join(t.TempDir(), "plan.json")
+
+	// The default max-age of EVENTS is none: lowering it to 24h drops what is older.
+	approved := string(base) + "streams:\n  events: {max-age: 24h}\napprove:\n  - {rule: retention, on: EVENTS, from: max-age unlimited, to: max-age 24h, reason: nobody reads a day-old event}\n"
+	os.WriteFile(meshYAML, []byte(approved), 0o644)
+	code, planned, errs := meshc(t, "plan", dir, "--save", saved)
+	if code != exitFailed || !strings.Contains(planned, "max_age: 0s → 24h0m0s") || !strings.Contains(planned, "(approved in mesh.yaml:") {
+		t.Fatalf("plan --save of an approved drop: %d\n%s%s", code, planned, errs)
+	}
+	if code, _, errs := meshc(t, "apply", dir); code != exitFailed || !strings.Contains(errs, "--allow-discard") {
+		t.Fatalf("a plain apply of the approved drop: %d %s", code, errs)
+	}
+	if code, _, errs := meshc(t, "apply", saved); code != 0 {
+		t.Fatalf("apply of the reviewed plan carrying the approval: %d %s", code, errs)
+	}
+	if code, out, _ := meshc(t, "plan", dir); code != 0 {
+		t.Fatalf("after the approved drop was applied: %d\n%s", code, out)
+	}
+
+	// The approval names 24h: a change to 1h is another drop, which it does not allow.
+	os.WriteFile(meshYAML, []byte(strings.Replace(approved, "{max-age: 24h}", "{max-age: 1h}", 1)), 0o644)
+	if code, _, errs := meshc(t, "plan", dir, "--save", saved); code != exitFailed {
+		t.Fatalf("plan --save: %d %s", code, errs)
+	}
+	if code, _, errs := meshc(t, "apply", saved); code != exitFailed || !strings.Contains(errs, "max_age 24h0m0s → 1h0m0s") || !strings.Contains(errs, "--allow-discard") {
+		t.Fatalf("apply of a plan with a drop nobody approved: %d %s", code, errs)
+	}
+}
