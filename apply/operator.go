@@ -371,31 +371,8 @@ func (r *Resolver) held(ctx context.Context, concurrency int) (map[string]heldAc
 	return out, g.Wait()
 }
 
-// RevokedTag marks an account meshc revoked (a version with no users and no connections) when
-// the catalogue dropped it: it is deleted once every server answers, and is never any user's.
-const RevokedTag = "meshc.revoked"
-
-// ownership is what an account's tags say of whose it is, to this catalogue.
-// A catalogue without an id (mesh.yaml's id:) marks its accounts with the mesh's name alone, and
-// they are its own as its streams are; with an id, an account tagged with the mesh's name alone
-// is from before accounts carried it, whichever catalogue's: updated if the catalogue has it,
-// never removed.
-func ownership(ac *jwt.AccountClaims, plan *compiler.Plan) change.Ownership {
-	mesh, catalogue := compiler.OwnerTag(plan.Account), compiler.CatalogueTag(plan.Catalogue)
-	switch {
-	case plan.Catalogue != "" && ac.Tags.Contains(catalogue):
-		return change.TaggedOurs
-	case slices.ContainsFunc(ac.Tags, func(t string) bool {
-		return strings.HasPrefix(t, compiler.CatalogueTagPrefix) || (strings.HasPrefix(t, compiler.OwnerTagPrefix) && t != mesh)
-	}):
-		return change.TaggedOther
-	case ac.Tags.Contains(mesh) && plan.Catalogue == "":
-		return change.TaggedOurs
-	case ac.Tags.Contains(mesh):
-		return change.TaggedMesh
-	}
-	return change.NotTagged
-}
+// RevokedTag marks an account meshc revoked (change.RevokedTag).
+const RevokedTag = change.RevokedTag
 
 // levels groups the accounts to push so each comes after those it imports from (a cycle is
 // broken where PushOrder broke it): the accounts of one level can be pushed at once.
@@ -583,10 +560,7 @@ func PusherOn(ctx context.Context, nc *nats.Conn, plan *compiler.Plan, opts Push
 	if err := compiler.CheckSizes(claims); err != nil {
 		return nil, err
 	}
-	want, err := change.WantedClaims(plan)
-	if err != nil {
-		return nil, err
-	}
+	want := change.WantedOf(plan, claims)
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 16
 	}
@@ -617,14 +591,16 @@ func (p *Pusher) Read(ctx context.Context, js jetstream.JetStream) (*change.Prin
 	}
 	p.held = held
 	claims := make([]*jwt.AccountClaims, 0, len(held))
-	owned := map[string]bool{}
-	for key, h := range held {
+	for _, h := range held {
 		claims = append(claims, h.claims)
-		if o := ownership(h.claims, p.plan); o == change.TaggedOurs || o == change.TaggedMesh {
-			owned[key] = true
+	}
+	ps := change.FromClaims(claims, p.plan, "the servers' resolver")
+	owned := map[string]bool{}
+	for _, a := range ps.Accounts {
+		if a.Ownership == change.TaggedOurs || a.Ownership == change.TaggedMesh {
+			owned[a.Key] = true
 		}
 	}
-	ps := change.FromClaims(claims, change.KeyNames(p.plan, claims), "the servers' resolver")
 	// Another tenant's users are not this mesh's to compare: only the users of its accounts.
 	ps.Users = slices.DeleteFunc(ps.Users, func(u change.Principal) bool { return !owned[u.Key] })
 	var pushed map[string]int64
@@ -640,7 +616,7 @@ func (p *Pusher) Read(ctx context.Context, js jetstream.JetStream) (*change.Prin
 	for i := range ps.Accounts {
 		a := &ps.Accounts[i]
 		h := held[a.Key].claims
-		a.Ownership, a.Revoked, a.IssuedAt, a.Pushed = ownership(h, p.plan), h.Tags.Contains(RevokedTag), h.IssuedAt, pushed[a.Key]
+		a.Pushed = pushed[a.Key]
 		// The streams of an account meshc would revoke, or whose name the mesh's account has
 		// under another key: said, and such an account is never deleted.
 		if owned[a.Key] && !wanted[a.Key] && h.Limits.IsJSEnabled() {

@@ -186,11 +186,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// FromClaims reads account JWTs' claims into principals: each account, and each user its scoped
-// signing keys carry (a user's grants are its key's template; compiler/operator.go). names maps
-// an account key to its name, for imports, which name the exporter by key.
-func FromClaims(claims []*jwt.AccountClaims, names map[string]string, from string) *Principals {
+// FromClaims reads account JWTs' claims into principals: each account, with whose its tags say
+// it is (to plan's catalogue), whether meshc revoked it and when it was issued, and each user its
+// scoped signing keys carry (a user's grants are its key's template; compiler/operator.go).
+// Imports name their exporter by key: the plan's names for keys, then the claims', name it.
+func FromClaims(claims []*jwt.AccountClaims, plan *compiler.Plan, from string) *Principals {
 	ps := &Principals{Known: KnownWhole, From: from}
+	names := KeyNames(plan, claims)
 	for _, ac := range claims {
 		facets := map[string][]string{FacetKey: {ac.Subject}, FacetIssuer: nonEmpty(ac.Issuer), FacetTags: ac.Tags}
 		for _, e := range ac.Exports {
@@ -254,7 +256,8 @@ func FromClaims(claims []*jwt.AccountClaims, names map[string]string, from strin
 			ps.Users = append(ps.Users, u)
 		}
 		p := NewPrincipal(KindAccount, name, facets)
-		p.Key = ac.Subject
+		p.Key, p.IssuedAt = ac.Subject, ac.IssuedAt
+		p.Ownership, p.Revoked = OwnershipOf(ac.Tags, plan), ac.Tags.Contains(RevokedTag)
 		ps.Accounts = append(ps.Accounts, p)
 	}
 	ps.Sort()
@@ -267,6 +270,11 @@ func WantedClaims(plan *compiler.Plan) (*Principals, error) {
 	if err != nil {
 		return nil, err
 	}
+	return WantedOf(plan, claims), nil
+}
+
+// WantedOf is WantedClaims of claims the caller derived already (plan.Claims).
+func WantedOf(plan *compiler.Plan, claims []compiler.AccountClaims) *Principals {
 	acs := make([]*jwt.AccountClaims, len(claims))
 	for i, a := range claims {
 		// Signed by the operator's signing key when pushed: a version held signed by any other
@@ -275,7 +283,7 @@ func WantedClaims(plan *compiler.Plan) (*Principals, error) {
 		c.Issuer = plan.Operator.SigningKey
 		acs[i] = &c
 	}
-	return FromClaims(acs, KeyNames(plan, nil), "the catalogue"), nil
+	return FromClaims(acs, plan, "the catalogue")
 }
 
 // KeyNames maps account keys to names: the plan's, then those the held claims give.
@@ -306,4 +314,29 @@ func jsonFlat(v any) []string {
 	out := flat(m)
 	slices.Sort(out)
 	return out
+}
+
+// RevokedTag marks an account meshc revoked (a version with no users and no connections) when
+// the catalogue dropped it: it is deleted once every server answers, and is never any user's.
+const RevokedTag = "meshc.revoked"
+
+// OwnershipOf is what an account's tags say of whose it is, to plan's catalogue. A catalogue
+// without an id (mesh.yaml's id:) marks its accounts with the mesh's name alone, and they are its
+// own as its streams are; with an id, an account tagged with the mesh's name alone is from before
+// accounts carried it, whichever catalogue's: updated if the catalogue has it, never removed.
+func OwnershipOf(tags jwt.TagList, plan *compiler.Plan) Ownership {
+	mesh, catalogue := compiler.OwnerTag(plan.Account), compiler.CatalogueTag(plan.Catalogue)
+	switch {
+	case plan.Catalogue != "" && tags.Contains(catalogue):
+		return TaggedOurs
+	case slices.ContainsFunc(tags, func(t string) bool {
+		return strings.HasPrefix(t, compiler.CatalogueTagPrefix) || (strings.HasPrefix(t, compiler.OwnerTagPrefix) && t != mesh)
+	}):
+		return TaggedOther
+	case tags.Contains(mesh) && plan.Catalogue == "":
+		return TaggedOurs
+	case tags.Contains(mesh):
+		return TaggedMesh
+	}
+	return NotTagged
 }

@@ -62,6 +62,11 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if _, err := os.Stat(filepath.Join(dir, catalogue.GoldenDir, emit.ClaimsFile)); err != nil {
 		t.Fatalf("emit wrote no claims.json: %v", err)
 	}
+	// Against the golden claims just emitted, nothing differs; a person gaining a tool is the
+	// change of their account and user a pull request shows.
+	if said := run(exitOK, "plan", dir); !strings.Contains(said, "users and accounts: unchanged") {
+		t.Fatalf("plan against the golden claims: %s", said)
+	}
 	for _, f := range []string{catalogue.KeysFile, catalogue.CredentialsFile, "golden/" + emit.ClaimsFile} {
 		data, _ := os.ReadFile(filepath.Join(dir, f))
 		for _, secret := range []string{"SO", "SA", "SU", "BEGIN USER NKEY SEED"} {

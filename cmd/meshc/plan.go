@@ -355,7 +355,7 @@ func goldenPrincipals(goldenDir string, plan *compiler.Plan) (held, want *change
 		for _, ac := range claims {
 			ac.Issuer = plan.Operator.SigningKey
 		}
-		return change.FromClaims(claims, change.KeyNames(plan, claims), path), want, nil
+		return change.FromClaims(claims, plan, path), want, nil
 	}
 	path := filepath.Join(goldenDir, emit.AccountsFile)
 	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
