@@ -25,16 +25,7 @@ func TestTheAction(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	origin := t.TempDir()
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@localhost", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@localhost")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return runGit(t, dir, args...) }
 	// commit writes files over the catalogue, mints what is missing and emits the golden files
 	// (so the action's emit --check passes), and commits: a catalogue repository as kept. A
 	// catalogue with errors cannot be emitted: broken commits it as a pull request would.
@@ -389,16 +380,7 @@ exit 0
 	// A repository standing in for github.com/meshc-dev/meshc, its main at a known commit.
 	server := t.TempDir()
 	repo := filepath.Join(server, "meshc-dev", "meshc")
-	gitIn := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@localhost", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@localhost")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	gitIn := func(dir string, args ...string) string { t.Helper(); return runGit(t, dir, args...) }
 	os.MkdirAll(repo, 0o755)
 	gitIn(repo, "init", "-q", "-b", "main")
 	gitIn(repo, "commit", "-q", "--allow-empty", "-m", "meshc")
@@ -437,4 +419,16 @@ exit 0
 			}
 		})
 	}
+}
+
+// runGit runs git in dir as a CI job would (a committer named ci), failing the test on an error.
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@localhost", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@localhost")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
