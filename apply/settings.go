@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/jsm.go/natscontext"
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -129,6 +130,12 @@ func Resolve(command string, c Settings, plan *compiler.Plan) (Connection, error
 		// In operator mode the user is named by its JWT (meshc mint writes the name in it).
 		user = jwtName(nctx.UserJWT(), nctx.Creds())
 	}
+	if user == "" && plan != nil && nctx.NKey() != "" {
+		// With auth: nkey nothing names the user but its key: the catalogue's user whose recorded
+		// public key it is. Without this, a CI job applying with --nkey alone had to give
+		// --inbox-prefix _INBOX.mesh-controller too.
+		user = nkeyUser(nctx.NKey(), plan)
+	}
 	inbox := nctx.InboxPrefix()
 	if inbox == "" && plan != nil && user != "" && plan.User(user) != nil {
 		extra = append(extra, nats.CustomInboxPrefix(compiler.InboxPrefix(user)))
@@ -183,6 +190,29 @@ func expandPath(p string) string {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// nkeyUser is the bus user of plan whose recorded public key is that of the seed in the file,
+// "" when the file holds no seed or the key is nobody's.
+func nkeyUser(seedFile string, plan *compiler.Plan) string {
+	data, err := os.ReadFile(expandPath(seedFile))
+	if err != nil {
+		return ""
+	}
+	kp, err := nkeys.FromSeed([]byte(strings.TrimSpace(string(data))))
+	if err != nil {
+		return ""
+	}
+	public, err := kp.PublicKey()
+	if err != nil {
+		return ""
+	}
+	for _, u := range plan.Users {
+		if u.NKey != "" && u.NKey == public {
+			return u.Name
+		}
+	}
+	return ""
 }
 
 // jwtName is the name a user JWT gives, from the JWT itself or a credentials file, "" when there

@@ -237,6 +237,15 @@ func (e *CredentialsEdit) Recorded(user string) bool {
 	return v != nil && v.Value != ""
 }
 
+// Users are the names credentials.yaml records, in file order, as it stands under the lock.
+func (e *CredentialsEdit) Users() []string {
+	out := make([]string, len(e.order))
+	for i, k := range e.order {
+		out[i] = k.Value
+	}
+	return out
+}
+
 // Close releases the lock.
 func (e *CredentialsEdit) Close() error { return e.lock.Unlock() }
 

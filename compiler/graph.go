@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"cmp"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -16,6 +17,13 @@ type Graph struct {
 	Nodes []GraphNode
 	// Edges sorted by from, to, kind.
 	Edges []GraphEdge
+	// Groups maps a node's ID to the group it is drawn in: the directory its manifest sits in
+	// under modules/ (modules/apps/catalog.yaml is in "apps"), a module's seats with it. A node
+	// in no group (a role, a person, the controller, a manifest directly in modules/) is absent.
+	Groups map[string]string
+	// hearsAll holds the consumers of every event ("**"): a module's neighbourhood draws theirs
+	// as one edge from EveryEventNode rather than one from each emitter.
+	hearsAll map[GraphNode]bool
 }
 
 // GraphNodeKind is what a node of the picture is.
@@ -26,6 +34,16 @@ const (
 	NodeSeat       GraphNodeKind = "seat"
 	NodeController GraphNodeKind = "controller"
 	NodePerson     GraphNodeKind = "person"
+	// NodeEvery stands for every event ("events") or every tool ("tools") in a picture of the
+	// whole mesh: an audit logger consuming "**" is one edge from it, not one from every
+	// emitter, and a person who may call "*" one edge to it, not one to every tool.
+	NodeEvery GraphNodeKind = "every"
+)
+
+// The two NodeEvery nodes.
+var (
+	EveryEventNode = GraphNode{NodeEvery, "events"}
+	EveryToolNode  = GraphNode{NodeEvery, "tools"}
 )
 
 // GraphNode is a module, a seat (a role or a module's), the controller or a person.
@@ -60,12 +78,29 @@ type GraphEdge struct {
 }
 
 // MeshGraph derives the picture of a catalogue, running or not: it is about what the manifests
-// declare, as the agreement checks are.
-func MeshGraph(ix *catalogue.Index) *Graph {
+// declare, as the agreement checks are. Every edge is drawn; a consumer of every event and a
+// person who may call every tool have one edge to each emitter and tool (Focus reads these).
+func MeshGraph(ix *catalogue.Index) *Graph { return meshGraph(ix, false) }
+
+// WholeMeshGraph is MeshGraph as a picture of the whole mesh: the wildcard grants are one edge
+// each, to or from a NodeEvery node. At 50 modules an audit logger and an administrator otherwise
+// draw a hundred edges between them and hide every other.
+func WholeMeshGraph(ix *catalogue.Index) *Graph { return meshGraph(ix, true) }
+
+func meshGraph(ix *catalogue.Index, wildcardsOnce bool) *Graph {
 	g := newGraphBuilder()
 	modules := sortedModules(ix)
 	for _, m := range modules {
-		g.node(GraphNode{NodeModule, m.Name.Value})
+		n := GraphNode{NodeModule, m.Name.Value}
+		g.node(n)
+		if group := manifestGroup(m.File); group != "" {
+			g.groups[n.ID()] = group
+			for _, s := range m.Seats {
+				if ix.Seats[s.Name.Value] == s {
+					g.groups[GraphNode{NodeSeat, s.Name.Value}.ID()] = group
+				}
+			}
+		}
 	}
 	for _, s := range ix.AllSeats() {
 		g.node(GraphNode{NodeSeat, s.Name.Value})
@@ -90,6 +125,13 @@ func MeshGraph(ix *catalogue.Index) *Graph {
 	}
 	hear := func(to GraphNode, consumed []catalogue.Text) {
 		for _, c := range consumed {
+			if c.Value == AllEvents {
+				g.hearsAll[to] = true
+				if wildcardsOnce {
+					g.edge(EveryEventNode, to, EdgeEvent, AllEvents)
+					continue
+				}
+			}
 			for _, f := range Consume(ix, c.Value).Subjects {
 				for _, e := range events {
 					if Covers(f, e.subject) {
@@ -121,6 +163,10 @@ func MeshGraph(ix *catalogue.Index) *Graph {
 		for _, p := range inv.People {
 			who := GraphNode{NodePerson, p.Name.Value}
 			for _, c := range p.MayCall {
+				if c.Value == EveryTool && wildcardsOnce {
+					g.edge(who, EveryToolNode, EdgeTool, EveryTool)
+					continue
+				}
 				if c.Value == EveryTool {
 					for _, m := range modules {
 						for _, t := range m.Tools {
@@ -160,7 +206,8 @@ func MeshGraph(ix *catalogue.Index) *Graph {
 
 // Focus is the neighbourhood of one module: every edge to or from it, the whole path of work
 // through a seat it submits to or holds (submitter → seat → holder), and the events of a seat
-// it holds, which it announces.
+// it holds, which it announces. A module consuming every event hears them through one edge from
+// EveryEventNode: one from each emitter would be the whole mesh again.
 func (g *Graph) Focus(module string) *Graph {
 	focus := GraphNode{NodeModule, module}
 	seats, held := map[GraphNode]bool{}, map[GraphNode]bool{}
@@ -173,8 +220,15 @@ func (g *Graph) Focus(module string) *Graph {
 		}
 	}
 	out := newGraphBuilder()
+	out.groups = g.Groups
 	out.node(focus)
+	if g.hearsAll[focus] {
+		out.edge(EveryEventNode, focus, EdgeEvent, AllEvents)
+	}
 	for _, e := range g.Edges {
+		if g.hearsAll[focus] && e.To == focus && e.Kind == EdgeEvent {
+			continue
+		}
 		if e.From == focus || e.To == focus || (seats[e.To] && e.Kind == EdgeWork) || (seats[e.From] && e.Kind == EdgeHolds) ||
 			(held[e.From] && e.Kind == EdgeEvent) {
 			for _, l := range e.Labels {
@@ -194,12 +248,27 @@ func (g *Graph) Has(module string) bool {
 }
 
 type graphBuilder struct {
-	nodes map[string]GraphNode
-	edges map[[3]string]*GraphEdge
+	nodes    map[string]GraphNode
+	edges    map[[3]string]*GraphEdge
+	groups   map[string]string
+	hearsAll map[GraphNode]bool
 }
 
 func newGraphBuilder() *graphBuilder {
-	return &graphBuilder{nodes: map[string]GraphNode{}, edges: map[[3]string]*GraphEdge{}}
+	return &graphBuilder{nodes: map[string]GraphNode{}, edges: map[[3]string]*GraphEdge{}, groups: map[string]string{}, hearsAll: map[GraphNode]bool{}}
+}
+
+// manifestGroup is the directory a manifest sits in under modules/, "" directly in it.
+func manifestGroup(file string) string {
+	rel, ok := strings.CutPrefix(filepath.ToSlash(file), catalogue.ModulesDir+"/")
+	if !ok {
+		return ""
+	}
+	dir, _, ok := strings.Cut(rel, "/")
+	if !ok {
+		return ""
+	}
+	return dir
 }
 
 func (g *graphBuilder) node(n GraphNode) { g.nodes[n.ID()] = n }
@@ -219,9 +288,12 @@ func (g *graphBuilder) edge(from, to GraphNode, kind GraphEdgeKind, label string
 }
 
 func (g *graphBuilder) graph() *Graph {
-	out := &Graph{}
-	for _, n := range g.nodes {
+	out := &Graph{Groups: map[string]string{}, hearsAll: g.hearsAll}
+	for id, n := range g.nodes {
 		out.Nodes = append(out.Nodes, n)
+		if group, ok := g.groups[id]; ok {
+			out.Groups[id] = group
+		}
 	}
 	slices.SortFunc(out.Nodes, func(a, b GraphNode) int { return cmp.Compare(a.ID(), b.ID()) })
 	for _, e := range g.edges {

@@ -25,6 +25,34 @@ func ModuleUserName(node, module string) string { return "mod." + node + "." + m
 func EnrolmentUser(node string) string          { return "enrol." + node }
 func PersonUserName(person string) string       { return "person." + person }
 
+// UserNames is the set of usernames the catalogue derives, without compiling it: the controller,
+// each machine's host agent, one user per module it runs that has a manifest, each enrolling
+// machine's and each person's. What needs only the names — whether a record in credentials.yaml
+// still belongs to somebody — asks this rather than a plan. TestUserNamesAreThePlansUsers holds
+// it to the compiled plan's users.
+func UserNames(ix *catalogue.Index) map[string]bool {
+	names := map[string]bool{ControllerUser: true}
+	inv := ix.Catalogue.Inventory
+	if inv == nil {
+		return names
+	}
+	for _, n := range inv.Nodes {
+		names[NodeUser(n.Name.Value)] = true
+		for _, r := range n.Runs {
+			if ix.Modules[r.Value] != nil {
+				names[ModuleUserName(n.Name.Value, r.Value)] = true
+			}
+		}
+		if n.Enrolling && n.Name.Value != "" {
+			names[EnrolmentUser(n.Name.Value)] = true
+		}
+	}
+	for _, p := range inv.People {
+		names[PersonUserName(p.Name.Value)] = true
+	}
+	return names
+}
+
 // AccountName is the account a machine, an enrolling machine or a person lives in when the mesh
 // gives each principal its own: the username itself, so a tool server reading the caller's
 // account in the Nats-Request-Info header reads the caller. A derived username holds letters,

@@ -2,9 +2,13 @@ package emit
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/goccy/go-graphviz"
 
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -14,21 +18,49 @@ import (
 // hexagon, a person a stadium, the controller a subroutine box); edge styles say what flows
 // (events solid, tool calls dotted, work thick, a seat to its holder plain and unlabelled).
 
-// GraphMermaid renders a graph as a mermaid flowchart, left to right.
+// grouped is the graph's nodes by group, groups by name and the nodes of no group first ("").
+func grouped(g *compiler.Graph) (groups []string, nodes map[string][]compiler.GraphNode) {
+	nodes = map[string][]compiler.GraphNode{}
+	for _, n := range g.Nodes {
+		group := g.Groups[n.ID()]
+		if _, ok := nodes[group]; !ok {
+			groups = append(groups, group)
+		}
+		nodes[group] = append(nodes[group], n)
+	}
+	slices.Sort(groups)
+	return groups, nodes
+}
+
+// GraphMermaid renders a graph as a mermaid flowchart, left to right, each group of modules a
+// subgraph.
 func GraphMermaid(g *compiler.Graph) []byte {
 	var b bytes.Buffer
 	b.WriteString("flowchart LR\n")
-	for _, n := range g.Nodes {
-		open, close := "[", "]"
-		switch n.Kind {
-		case compiler.NodeSeat:
-			open, close = "{{", "}}"
-		case compiler.NodePerson:
-			open, close = "([", "])"
-		case compiler.NodeController:
-			open, close = "[[", "]]"
+	groups, nodes := grouped(g)
+	for _, group := range groups {
+		indent := "  "
+		if group != "" {
+			fmt.Fprintf(&b, "  subgraph group_%s [%q]\n", strings.ReplaceAll(group, "-", "_"), group)
+			indent = "    "
 		}
-		fmt.Fprintf(&b, "  %s%s%q%s\n", mermaidID(n), open, nodeLabel(n), close)
+		for _, n := range nodes[group] {
+			open, close := "[", "]"
+			switch n.Kind {
+			case compiler.NodeSeat:
+				open, close = "{{", "}}"
+			case compiler.NodePerson:
+				open, close = "([", "])"
+			case compiler.NodeController:
+				open, close = "[[", "]]"
+			case compiler.NodeEvery:
+				open, close = "((", "))"
+			}
+			fmt.Fprintf(&b, "%s%s%s%q%s\n", indent, mermaidID(n), open, nodeLabel(n), close)
+		}
+		if group != "" {
+			b.WriteString("  end\n")
+		}
 	}
 	for _, e := range g.Edges {
 		label := strings.Join(e.Labels, ", ")
@@ -58,25 +90,40 @@ func nodeLabel(n compiler.GraphNode) string {
 		return "seat " + n.Name
 	case compiler.NodePerson:
 		return "person " + n.Name
+	case compiler.NodeEvery:
+		return "every " + strings.TrimSuffix(n.Name, "s")
 	}
 	return n.Name
 }
 
-// GraphDot renders a graph as a Graphviz digraph.
+// GraphDot renders a graph as a Graphviz digraph, each group of modules a cluster.
 func GraphDot(g *compiler.Graph) []byte {
 	var b bytes.Buffer
-	b.WriteString("digraph mesh {\n  rankdir=LR;\n  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
-	for _, n := range g.Nodes {
-		shape := "box"
-		switch n.Kind {
-		case compiler.NodeSeat:
-			shape = "hexagon"
-		case compiler.NodePerson:
-			shape = "oval"
-		case compiler.NodeController:
-			shape = "box3d"
+	b.WriteString("digraph mesh {\n  rankdir=LR;\n  newrank=true;\n  graph [fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
+	groups, nodes := grouped(g)
+	for _, group := range groups {
+		indent := "  "
+		if group != "" {
+			fmt.Fprintf(&b, "  subgraph %s {\n    label=%s;\n    style=rounded;\n    color=gray60;\n", strconv.Quote("cluster_"+group), strconv.Quote(group))
+			indent = "    "
 		}
-		fmt.Fprintf(&b, "  %s [label=%s, shape=%s];\n", strconv.Quote(n.ID()), strconv.Quote(nodeLabel(n)), shape)
+		for _, n := range nodes[group] {
+			shape := "box"
+			switch n.Kind {
+			case compiler.NodeSeat:
+				shape = "hexagon"
+			case compiler.NodePerson:
+				shape = "oval"
+			case compiler.NodeController:
+				shape = "box3d"
+			case compiler.NodeEvery:
+				shape = "doublecircle"
+			}
+			fmt.Fprintf(&b, "%s%s [label=%s, shape=%s];\n", indent, strconv.Quote(n.ID()), strconv.Quote(nodeLabel(n)), shape)
+		}
+		if group != "" {
+			b.WriteString("  }\n")
+		}
 	}
 	for _, e := range g.Edges {
 		attrs := []string{"label=" + strconv.Quote(strings.Join(e.Labels, ", "))}
@@ -92,4 +139,25 @@ func GraphDot(g *compiler.Graph) []byte {
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
+}
+
+// GraphSVG draws a graph as an SVG picture: its dot laid out by Graphviz itself, run as
+// WebAssembly inside meshc (github.com/goccy/go-graphviz), so nothing needs installing. The same
+// graph gives the same bytes.
+func GraphSVG(ctx context.Context, g *compiler.Graph) ([]byte, error) {
+	gv, err := graphviz.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting Graphviz: %w", err)
+	}
+	defer gv.Close()
+	graph, err := graphviz.ParseBytes(GraphDot(g))
+	if err != nil {
+		return nil, fmt.Errorf("reading the graph's dot: %w", err)
+	}
+	defer graph.Close()
+	var b bytes.Buffer
+	if err := gv.Render(ctx, graph, graphviz.SVG, &b); err != nil {
+		return nil, fmt.Errorf("drawing the graph: %w", err)
+	}
+	return b.Bytes(), nil
 }

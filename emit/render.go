@@ -43,6 +43,17 @@ func (r Rendered) Files() []struct {
 	}{users, {PlanFile, r.Plan}, {PermissionsFile, r.Permissions}}
 }
 
+// Retired is the golden file the other auth writes in place of this one's: accounts.conf in
+// operator mode, claims.json otherwise. One left behind by a switch of auth is stale: it
+// describes a bus the servers no longer run (accounts.conf, with every old hash), and meshc emit
+// removes it.
+func (r Rendered) Retired() string {
+	if r.Claims != nil {
+		return AccountsFile
+	}
+	return ClaimsFile
+}
+
 // Render renders the three golden files of a plan at once: each only reads the plan, and on a
 // large mesh each takes a noticeable share of `meshc emit`, so they share the machine's cores.
 func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {

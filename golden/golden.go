@@ -28,13 +28,16 @@ type Stale struct {
 	Name string
 	// Missing is true when nothing is committed under Name.
 	Missing bool
+	// Retired is true when the file is committed but no longer rendered at all.
+	Retired bool
 	// Diff is a unified diff from the committed file to the rendered one.
 	Diff string
 }
 
 // Check compares each rendered file with the one in dir and returns those that differ, in name
-// order. A file in dir that is not rendered is left alone: the directory may hold other things.
-func Check(dir string, files []File) ([]Stale, error) {
+// order, then each retired file dir still holds (a golden file this catalogue no longer renders:
+// its diff removes it). Any other file in dir is left alone: the directory may hold other things.
+func Check(dir string, files []File, retired ...string) ([]Stale, error) {
 	var stale []Stale
 	for _, f := range sorted(files) {
 		path := filepath.Join(dir, filepath.FromSlash(f.Name))
@@ -58,6 +61,13 @@ func Check(dir string, files []File) ([]Stale, error) {
 			Diff: udiff.Unified(from, "b/"+shown, string(committed), string(f.Data)),
 		})
 	}
+	for _, name := range retired {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if committed, err := os.ReadFile(path); err == nil {
+			shown := filepath.ToSlash(path)
+			stale = append(stale, Stale{Name: name, Retired: true, Diff: udiff.Unified("a/"+shown, "/dev/null", string(committed), "")})
+		}
+	}
 	return stale, nil
 }
 
@@ -65,8 +75,18 @@ func Check(dir string, files []File) ([]Stale, error) {
 // renamed over the old one, so a reader — a server watching accounts.conf — never sees half a
 // file), and returns the names it wrote. A file whose bytes are unchanged is not touched, so its
 // modification time stays a signal of change.
-func Write(dir string, files []File) ([]string, error) {
+//
+// A retired file dir holds is removed, and named among those written.
+func Write(dir string, files []File, retired ...string) ([]string, error) {
 	var wrote []string
+	for _, name := range retired {
+		err := os.Remove(filepath.Join(dir, filepath.FromSlash(name)))
+		if err == nil {
+			wrote = append(wrote, name)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return wrote, err
+		}
+	}
 	for _, f := range sorted(files) {
 		path := filepath.Join(dir, filepath.FromSlash(f.Name))
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, f.Data) {

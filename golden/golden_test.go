@@ -69,3 +69,36 @@ func TestCheckAndWrite(t *testing.T) {
 		}
 	}
 }
+
+// A golden file the catalogue no longer renders (accounts.conf after a switch to operator mode)
+// is stale while it is there: Check gives the diff that removes it, Write removes it and names
+// it; once gone it is nothing, and a file that is neither rendered nor retired is left alone.
+func TestARetiredFileIsStaleUntilRemoved(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte("accounts {}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "README"), []byte("mine\n"), 0o644)
+	files := []File{{Name: "claims.json", Data: []byte("{}\n")}}
+	if _, err := Write(dir, files); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := Check(dir, files, "accounts.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 1 || !stale[0].Retired || stale[0].Name != "accounts.conf" || !strings.Contains(stale[0].Diff, "+++ /dev/null") || !strings.Contains(stale[0].Diff, "-accounts {}") {
+		t.Fatalf("a retired file left in place: %+v", stale)
+	}
+	wrote, err := Write(dir, files, "accounts.conf")
+	if err != nil || len(wrote) != 1 || wrote[0] != "accounts.conf" {
+		t.Fatalf("Write with a retired file: %v %v", wrote, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "accounts.conf")); err == nil {
+		t.Fatal("the retired file is still there")
+	}
+	if stale, _ := Check(dir, files, "accounts.conf"); len(stale) != 0 {
+		t.Fatalf("stale after its removal: %+v", stale)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "README")); err != nil {
+		t.Fatal("a file neither rendered nor retired was touched")
+	}
+}

@@ -2,10 +2,12 @@ package lint
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The rules this file reports, declared where they are reported (lint.Rules lists them all).
@@ -180,19 +182,24 @@ func (l *linter) checkKeys() {
 // checkOperatorCredentials is checkCredentials with auth: operator, where credentials.yaml
 // records each user's scoped signing key (A…): a seed there would be the key that signs the
 // user's credentials. Hashes or nkeys left from another auth are one finding, the switch's.
-func (l *linter) checkOperatorCredentials(cr *catalogue.Credentials) {
-	var switched []catalogue.Text
+func (l *linter) checkOperatorCredentials(cr *catalogue.Credentials, derived map[string]bool) {
+	var switched, gone []catalogue.Text
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
 		switch {
 		case catalogue.CredentialFitsOperator(h.Value) == nil:
 		case catalogue.CredentialFits(true, h.Value) == nil || catalogue.CredentialFits(false, h.Value) == nil:
-			switched = append(switched, h)
+			if !derived[u.Value] {
+				gone = append(gone, u)
+			} else {
+				switched = append(switched, h)
+			}
 		default:
-			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not a signing key's public key (A…), and with auth: operator credentials.yaml keeps only the public keys of the keys that sign each user (a seed here is a secret in git): run `meshc mint %s`, which replaces it",
-				u.Value, u.Value)
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s is not a signing key's public key (A…), and with auth: operator credentials.yaml keeps only the public keys of the keys that sign each user (a seed here is a secret in git): %s",
+				u.Value, replaceOrRevoke(u.Value, derived))
 		}
 	}
+	l.reportGone(cr, gone, "a signing key's public key")
 	if len(switched) == 0 {
 		return
 	}
@@ -216,29 +223,42 @@ func (l *linter) checkCredentials() {
 	if cr == nil {
 		return
 	}
+	// A record of a user the catalogue no longer derives is fixed by revoking it, never by
+	// minting: `meshc mint --missing` mints only the catalogue's users, so a record it cannot
+	// replace kept the switch's finding alive, naming mint --missing, however often it ran.
+	derived := compiler.UserNames(l.ix)
 	if l.ix.Catalogue.Mesh.Operator() {
-		l.checkOperatorCredentials(cr)
+		l.checkOperatorCredentials(cr, derived)
 		return
 	}
 	nkeyMesh := l.ix.Catalogue.Mesh.NKeys()
-	var switched []catalogue.Text
+	var switched, gone []catalogue.Text
 	for _, u := range cr.Users {
 		h := cr.Hashes[u.Value]
 		err := catalogue.CredentialFits(nkeyMesh, h.Value)
 		switch {
 		case err == nil:
 		case catalogue.CredentialFits(!nkeyMesh, h.Value) == nil:
-			switched = append(switched, h)
+			if !derived[u.Value] {
+				gone = append(gone, u)
+			} else {
+				switched = append(switched, h)
+			}
 		case nkeyMesh:
 			// auth: nkey records public keys; a seed here would be the secret itself.
-			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): run `meshc mint %s`, which replaces it",
-				u.Value, err, u.Value)
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and with auth: nkey credentials.yaml keeps only public keys (a seed here is a secret in git): %s",
+				u.Value, err, replaceOrRevoke(u.Value, derived))
 		default:
 			// CheckHash's words name no part of the value.
-			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): run `meshc mint %s`, which replaces it",
-				u.Value, err, u.Value)
+			l.report(ruleCredentialInvalid, h.Pos, "the value recorded for %s %s, and credentials.yaml keeps only hashes the server recognises (a plaintext here is a secret in git, and the server would take it as the password itself): %s",
+				u.Value, err, replaceOrRevoke(u.Value, derived))
 		}
 	}
+	wants := "a bcrypt hash"
+	if nkeyMesh {
+		wants = "an nkey public key"
+	}
+	l.reportGone(cr, gone, wants)
 	if len(switched) == 0 {
 		return
 	}
@@ -319,3 +339,34 @@ var (
 	RuleCredentialInvalid   = ruleCredentialInvalid.ID
 	RuleCredentialDuplicate = ruleCredentialDuplicate.ID
 )
+// replaceOrRevoke is the fix for one user's record that is wrong in any auth: minting the user
+// again replaces it, unless the catalogue no longer has the user, which mint refuses to mint;
+// then revoking drops the record.
+func replaceOrRevoke(user string, derived map[string]bool) string {
+	if derived[user] {
+		return fmt.Sprintf("run `meshc mint %s`, which replaces it", user)
+	}
+	return fmt.Sprintf("the catalogue no longer has %s as a bus user, so run `meshc mint --revoke %s`, which drops the record", user, user)
+}
+
+// reportGone reports, as one finding, the records of users the catalogue no longer derives that
+// hold another auth's credentials (what a switch of auth leaves of a removed user): the command
+// that drops them, named in full.
+// A record of a removed user in the right form harms nothing and is left to `meshc mint`, which
+// names it.
+func (l *linter) reportGone(cr *catalogue.Credentials, gone []catalogue.Text, wants string) {
+	if len(gone) == 0 {
+		return
+	}
+	names := make([]string, len(gone))
+	for i, u := range gone {
+		names[i] = u.Value
+	}
+	first := cr.Hashes[gone[0].Value]
+	l.report(ruleCredentialInvalid, first.Pos, "credentials.yaml records %s, which the catalogue no longer has as bus users, and what it records for them is another auth's, not %s: run `meshc mint --revoke %s`, which drops them (`meshc mint --missing` mints only the catalogue's own users, so it cannot replace these)",
+		strings.Join(names, ", "), wants, strings.Join(names, " "))
+	for _, u := range gone[1:] {
+		l.marked[cr.Hashes[u.Value].Pos] = true
+	}
+}
+

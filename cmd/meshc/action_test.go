@@ -25,18 +25,11 @@ func TestTheAction(t *testing.T) {
 		t.Skip("git is not installed")
 	}
 	origin := t.TempDir()
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@localhost", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@localhost")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
+	git := func(dir string, args ...string) string { t.Helper(); return runGit(t, dir, args...) }
 	// commit writes files over the catalogue, mints what is missing and emits the golden files
-	// (so the action's emit --check passes), and commits: a catalogue repository as kept.
+	// (so the action's emit --check passes), and commits: a catalogue repository as kept. A
+	// catalogue with errors cannot be emitted: broken commits it as a pull request would.
+	broken := false
 	commit := func(files map[string]string, msg string) {
 		t.Helper()
 		for name, data := range files {
@@ -49,6 +42,9 @@ func TestTheAction(t *testing.T) {
 			}
 		}
 		for _, args := range [][]string{{"mint", "--dir", "cat", "--missing"}, {"emit", "cat"}} {
+			if broken {
+				break
+			}
 			cmd := exec.Command("meshc", args...)
 			cmd.Dir = origin
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -88,6 +84,14 @@ approve:
   - {rule: contract, on: registry.image.deleted, reason: nobody consumed it}
   - {rule: widening, on: mod.anchor.photos, to: read its own consumer EVENTS/anchor_photos, reason: photos indexes pushes}
 `}, "approve")
+	// A pull request whose catalogue has errors: a manifest consuming an event nobody emits, and
+	// another misspelling a key. It cannot be compiled, so there is no plan to show.
+	git(origin, "checkout", "-q", "-b", "pr-broken", "pr")
+	broken = true
+	commit(map[string]string{
+		"modules/stray.yaml":  "module: stray\nconsumes: [nobody.happened]\n",
+		"modules/photos.yaml": "module: photos\nconsume:\n  - registry.image.pushed\n",
+	}, "broken")
 	git(origin, "checkout", "-q", "main")
 
 	for _, tc := range []struct {
@@ -97,6 +101,7 @@ approve:
 		{"pull request", "pr", false, true},
 		{"from a fork", "pr", true, true},
 		{"from a fork, every break approved", "pr-approved", true, false},
+		{"a catalogue with lint errors", "pr-broken", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			work := filepath.Join(t.TempDir(), "work")
@@ -123,11 +128,35 @@ approve:
 			if job.failed != tc.fails {
 				t.Fatalf("the job failed: %v, want %v; log:\n%s", job.failed, tc.fails, job.log)
 			}
-			if tc.fails && !strings.Contains(job.log, "meshc: meshc lint exited 1") {
-				t.Errorf("the job failed for something else than findings:\n%s", job.log)
-			}
 			if !strings.Contains(job.log, "fetching the pull request's base") {
 				t.Errorf("the action did not fetch the base:\n%s", job.log)
+			}
+			if tc.branch == "pr-broken" {
+				// The comment says there is no plan and why — the count and the first errors —
+				// and replaces the last plan; the failure names the errors, not the golden files
+				// (which cannot be judged while the catalogue is not compiled).
+				if !strings.Contains(job.log, "meshc: meshc lint found 2 error(s) in the catalogue, so it was not compiled: see the annotations") {
+					t.Errorf("the failure does not name the catalogue's errors:\n%s", job.log)
+				}
+				if strings.Contains(job.log, "golden") {
+					t.Errorf("the failure blames the golden files:\n%s", job.log)
+				}
+				for _, w := range []string{"<!-- meshc plan -->", "**meshc lint found 2 error(s) in the catalogue, so there is no plan**",
+					"cat/modules/stray.yaml:2:12: error: consume-agreement: ", "cat/modules/photos.yaml:2:1: error: yaml: ", "2 errors, "} {
+					if !strings.Contains(job.comment, w) {
+						t.Errorf("the comment lacks %q:\n%s", w, job.comment)
+					}
+				}
+				if strings.Contains(job.comment, "to create") {
+					t.Errorf("the comment shows a plan:\n%s", job.comment)
+				}
+				if job.comment != job.summary {
+					t.Errorf("the comment is not what the summary says:\n%s\n---\n%s", job.comment, job.summary)
+				}
+				return
+			}
+			if tc.fails && !strings.Contains(job.log, "meshc: meshc lint found what the change breaks: see the annotations") {
+				t.Errorf("the job failed for something else than findings:\n%s", job.log)
 			}
 			// The plan is the real change, against the base, in the catalogue's words, with what
 			// it breaks: in the job summary always, and as the comment unless from a fork.
@@ -252,8 +281,8 @@ cp "$body" "$RUNNER_TEMP/gh.comment"
 		case step.Uses != "":
 			t.Fatalf("step %d uses %s, which this test does not know how to stand in for", i, step.Uses)
 		case step.Name == "Install meshc":
-			if !strings.Contains(step.Run, "go install ./cmd/meshc") {
-				t.Fatalf("the install step no longer installs meshc from the action's checkout: %q", step.Run)
+			if !strings.Contains(step.Run, "action/install.sh") {
+				t.Fatalf("the install step no longer runs action/install.sh (TestTheActionsMeshcNamesItsCommit): %q", step.Run)
 			}
 			continue
 		}
@@ -325,4 +354,81 @@ func evalIf(t *testing.T, e string, ctx map[string]string) string {
 		t.Fatalf("action.yml uses the expression %q, which this test cannot evaluate", e)
 	}
 	return ctx[e]
+}
+
+// GitHub hands an action over as an archive without .git, where Go records no commit: the
+// action's meshc said "commit unknown", the first thing a bug report needs. action/install.sh gives
+// the commit with -ldflags (which TestVersionOfABuildWithoutVCS proves meshc then says): the ref
+// when it is a commit, else what the ref names in the action's repository, and nothing extra
+// in a git checkout, where Go says it itself. A stand-in `go` records how it was asked to build.
+func TestTheActionsMeshcNamesItsCommit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	script, _ := filepath.Abs("../../action/install.sh")
+	bin := t.TempDir()
+	standIn := `#!/usr/bin/env bash
+echo "$*" >> "$GO_CALLS"
+[ "$1" = version ] && exit 0
+exit 0
+`
+	for _, name := range []string{"go", "meshc"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(standIn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A repository standing in for github.com/meshc-dev/meshc, its main at a known commit.
+	server := t.TempDir()
+	repo := filepath.Join(server, "meshc-dev", "meshc")
+	gitIn := func(dir string, args ...string) string { t.Helper(); return runGit(t, dir, args...) }
+	os.MkdirAll(repo, 0o755)
+	gitIn(repo, "init", "-q", "-b", "main")
+	gitIn(repo, "commit", "-q", "--allow-empty", "-m", "meshc")
+	mainSha := gitIn(repo, "rev-parse", "HEAD")
+	checkout := t.TempDir()
+	gitIn(checkout, "init", "-q")
+
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct {
+		name, path, ref, repository string
+		want                        string // the go install line
+		warns                       bool
+	}{
+		{"named by a commit", t.TempDir(), sha, "meshc-dev/meshc", "install -ldflags -X github.com/meshc-dev/meshc/internal/buildinfo.commit=" + sha + " ./cmd/meshc", false},
+		{"named by a branch", t.TempDir(), "main", "meshc-dev/meshc", "install -ldflags -X github.com/meshc-dev/meshc/internal/buildinfo.commit=" + mainSha + " ./cmd/meshc", false},
+		{"a branch that cannot be resolved", t.TempDir(), "gone", "meshc-dev/meshc", "install ./cmd/meshc", true},
+		{"a git checkout (uses: ./)", checkout, "", "", "install ./cmd/meshc", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := filepath.Join(t.TempDir(), "calls")
+			cmd := exec.Command("bash", script)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "GO_CALLS="+calls,
+				"GITHUB_ACTION_PATH="+tc.path, "ACTION_REF="+tc.ref, "ACTION_REPOSITORY="+tc.repository,
+				"GITHUB_SERVER_URL=file://"+server)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("install.sh: %v\n%s", err, out)
+			}
+			got, _ := os.ReadFile(calls)
+			lines := strings.Split(strings.TrimSpace(string(got)), "\n")
+			if len(lines) != 2 || lines[0] != tc.want || lines[1] != "version" {
+				t.Errorf("install.sh ran %q, want %q then meshc version", lines, tc.want)
+			}
+			if warned := strings.Contains(string(out), "::warning"); warned != tc.warns {
+				t.Errorf("warned: %v, want %v\n%s", warned, tc.warns, out)
+			}
+		})
+	}
+}
+
+// runGit runs git in dir as a CI job would (a committer named ci), failing the test on an error.
+func runGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=ci", "GIT_AUTHOR_EMAIL=ci@localhost", "GIT_COMMITTER_NAME=ci", "GIT_COMMITTER_EMAIL=ci@localhost")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"strings"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 const canHelp = `Usage: meshc can USER pub|sub SUBJECT [--dir DIR]
+       meshc can USER call|serve MODULE.TOOL | emit EMITTER.EVENT | submit SEAT.KIND [--dir DIR]
 
 Says whether the bus user USER may publish (pub) or subscribe (sub) SUBJECT, from the
 catalogue in DIR (default: the current directory), offline: the same derivation emit writes
@@ -18,8 +20,14 @@ to accounts.conf. For yes, it names the manifest line(s) whose declaration grant
 the nearest grant and why it does not cover the subject. SUBJECT may hold wildcards: a grant
 covers it only if it covers every subject it matches.
 
+Or ask in the catalogue's words, and meshc derives the subject: call a tool, serve one (in its
+module's queue group), emit an event (a module's, or a seat's it holds; EMITTER.** for every
+event of one emitter), submit work to a seat.
+
+    meshc can person.bob call builder.build-now
+    meshc can mod.anchor.catalog serve catalog.lookup
+    meshc can mod.forge.builder emit mesh-build-machine.built
     meshc can person.bob pub mesh.mod.builder.tool.build-now
-    meshc can mod.anchor.catalog sub mesh.mod.catalog.tool.lookup
 
 Flags:
   --dir DIR  the catalogue (default: the current directory)
@@ -57,13 +65,27 @@ func runCan(inv *invocation, args []string) int {
 		return exit
 	}
 	if len(rest) != 3 {
-		return wrongArgs(fs, stderr, "give USER, pub or sub, and SUBJECT")
+		return wrongArgs(fs, stderr, "give USER, pub or sub, and SUBJECT (or call, serve, emit or submit, and what)")
 	}
-	action, plan, ok := question(fs, rest[1], *dir, stderr)
+	name, subject := rest[0], rest[2]
+	asked := ""
+	if words, ok := catalogueWords[rest[1]]; ok {
+		asked = rest[1] + " " + subject
+		rest[1] = words.action
+	}
+	action, c, plan, ok := question(fs, rest[1], *dir, stderr)
 	if !ok {
 		return exitCantRun
 	}
-	name, subject := rest[0], rest[2]
+	if asked != "" {
+		verb, written, _ := strings.Cut(asked, " ")
+		derived, err := catalogueWords[verb].subject(catalogue.NewIndex(c), written)
+		if err != "" {
+			fmt.Fprintf(stderr, "meshc can: %s %s: %s\n", verb, written, err)
+			return exitCantRun
+		}
+		subject = derived
+	}
 	u := plan.User(name)
 	if u == nil {
 		names := make([]string, len(plan.Users))
@@ -78,12 +100,16 @@ func runCan(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	verb := verbOf(action)
+	what := verb + " " + subject
+	if asked != "" {
+		what = fmt.Sprintf("%s (%s %s)", asked, verb, subject)
+	}
 	if why := u.Why(action, subject); len(why) > 0 {
-		fmt.Fprintf(stdout, "yes: %s may %s %s\n", u.Name, verb, subject)
+		fmt.Fprintf(stdout, "yes: %s may %s\n", u.Name, what)
 		writeWhy(stdout, *dir, why)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "no: %s may not %s %s\n", u.Name, verb, subject)
+	fmt.Fprintf(stdout, "no: %s may not %s\n", u.Name, what)
 	if g, why, ok := u.Nearest(action, subject); ok {
 		fmt.Fprintf(stdout, "  nearest grant: %s: %s (grants %s)\n  it does not cover the subject: %s\n", g.Source.Under(*dir), g.Because, g.Permission(), why)
 	} else {
@@ -107,7 +133,7 @@ func runWhoCan(inv *invocation, args []string) int {
 	if len(rest) != 2 {
 		return wrongArgs(fs, stderr, "give pub or sub, and SUBJECT")
 	}
-	action, plan, ok := question(fs, rest[0], *dir, stderr)
+	action, _, plan, ok := question(fs, rest[0], *dir, stderr)
 	if !ok {
 		return exitCantRun
 	}
@@ -153,13 +179,55 @@ func verbOf(a compiler.Action) string {
 // question reads what can and who-can both ask about: pub or sub, and the catalogue in dir,
 // compiled. A catalogue with errors cannot answer (the derivation would be partial), and that is
 // exit 2 here: 1 means "no".
-func question(fs *flag.FlagSet, action, dir string, stderr io.Writer) (compiler.Action, *compiler.Plan, bool) {
+func question(fs *flag.FlagSet, action, dir string, stderr io.Writer) (compiler.Action, *catalogue.Catalogue, *compiler.Plan, bool) {
 	a, ok := parseAction(fs, action, stderr)
 	if !ok {
-		return "", nil, false
+		return "", nil, nil, false
 	}
-	plan, _ := compileCatalogue(fs.Name(), dir, stderr)
-	return a, plan, plan != nil
+	c, plan, _ := compileLoaded(fs.Name(), dir, stderr)
+	return a, c, plan, plan != nil
+}
+
+// catalogueWords are the questions can takes in the catalogue's words: each the action it asks
+// about and the subject it derives, through the same names the grants are derived with.
+var catalogueWords = map[string]struct {
+	action  string
+	subject func(ix *catalogue.Index, written string) (string, string)
+}{
+	"call": {"pub", toolSubject},
+	"serve": {"sub", func(ix *catalogue.Index, written string) (string, string) {
+		subject, err := toolSubject(ix, written)
+		if err != "" {
+			return "", err
+		}
+		module, _ := compiler.Call(written)
+		// Served in the module's queue group, the one form the grant takes.
+		return compiler.QueueGrant(subject, compiler.ToolQueue(module)), ""
+	}},
+	"emit": {"pub", func(ix *catalogue.Index, written string) (string, string) {
+		if !strings.Contains(written, ".") || written == compiler.AllEvents {
+			return "", "name the emitter and the event, EMITTER.EVENT: a module or a seat, then its event"
+		}
+		return compiler.Consume(ix, written).Subjects[0], ""
+	}},
+	"submit": {"pub", func(ix *catalogue.Index, written string) (string, string) {
+		seat, kind, ok := strings.Cut(written, ".")
+		if !ok || kind == "" {
+			return "", "name the seat and the kind of work, SEAT.KIND"
+		}
+		if s := ix.Seat(seat); s != nil {
+			seat = s.Name.Value
+		}
+		return compiler.Work(seat, kind), ""
+	}},
+}
+
+func toolSubject(_ *catalogue.Index, written string) (string, string) {
+	module, tool := compiler.Call(written)
+	if module == "" || tool == "" {
+		return "", "name the module and the tool, MODULE.TOOL"
+	}
+	return compiler.Tool(module, tool), ""
 }
 
 // writeWhy writes the grants that allow an action, one line each, with the declaration that

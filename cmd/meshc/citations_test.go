@@ -143,7 +143,7 @@ func citationProblems(t *testing.T, root string) []string {
 			return err
 		}
 		if d.IsDir() {
-			if p != root && (d.Name() == ".git" || d.Name() == ".meshc") {
+			if p != root && (d.Name() == ".git" || d.Name() == ".meshc" || d.Name() == "node_modules") {
 				return filepath.SkipDir
 			}
 			return nil

@@ -56,7 +56,7 @@ func TestBashCompletionCompletes(t *testing.T) {
 	if got := complete("meshc", "plan", "--format", "m"); got != "markdown" {
 		t.Errorf("meshc plan --format m<TAB> = %q", got)
 	}
-	if got := complete("meshc", "graph", "--format", ""); got != "mermaid dot" {
+	if got := complete("meshc", "graph", "--format", ""); got != "mermaid dot svg" {
 		t.Errorf("meshc graph --format <TAB> = %q", got)
 	}
 	if got := complete("meshc", "explain", "seat-u"); got != "seat-unknown seat-use-nothing seat-unheld" {
@@ -66,8 +66,10 @@ func TestBashCompletionCompletes(t *testing.T) {
 		t.Errorf("meshc explain approval<TAB> = %q", got)
 	}
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
-	if got := complete("meshc", "graph", dir, "--focus", ""); got != "builder catalog" {
-		t.Errorf("meshc graph DIR --focus <TAB> = %q", got)
+	for _, flag := range []string{"--module", "--focus"} {
+		if got := complete("meshc", "graph", dir, flag, ""); got != "builder catalog" {
+			t.Errorf("meshc graph DIR %s <TAB> = %q", flag, got)
+		}
 	}
 	if got := complete("meshc", "can", "--dir", dir, "mod.anchor.c"); got != "mod.anchor.catalog" {
 		t.Errorf("meshc can --dir DIR mod.anchor.c<TAB> = %q", got)

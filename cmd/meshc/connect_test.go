@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -327,10 +328,14 @@ func TestMisconfigurationsAreSaidAtOnce(t *testing.T) {
 	})
 
 	t.Run("home and variables expand in a context's paths and in flags", func(t *testing.T) {
-		home, err := os.UserHomeDir()
-		if err != nil {
+		// ~ is the home the user database gives (natscontext asks os/user, as meshc's own
+		// flags do), not $HOME: a HOME that differs, as here, must not change the answer.
+		t.Setenv("HOME", t.TempDir())
+		u, err := user.Current()
+		if err != nil || u.HomeDir == "" {
 			t.Skip("no home directory to expand ~ to")
 		}
+		home := u.HomeDir
 		writeContext(t, os.Getenv("XDG_CONFIG_HOME"), "ops", map[string]string{"url": "nats://127.0.0.1:1", "nkey": "~/meshc-test-ops.nk"})
 		code, _, errs := meshc(t, "plan", dir, "--context", "ops")
 		if code != 2 || !strings.Contains(errs, filepath.Join(home, "meshc-test-ops.nk")) {

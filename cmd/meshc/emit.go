@@ -67,14 +67,14 @@ func runEmit(inv *invocation, args []string) int {
 	if plan == nil {
 		return code
 	}
-	files, err := render(plan, emit.AccountsOptions{AllowMissing: *allowMissing})
+	files, retired, err := render(plan, emit.AccountsOptions{AllowMissing: *allowMissing})
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc emit: %v\n", err)
 		return exitFailed
 	}
 
 	if *check {
-		stale, err := golden.Check(*out, files)
+		stale, err := golden.Check(*out, files, retired)
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc emit: %v\n", err)
 			return exitCantRun
@@ -89,7 +89,7 @@ func runEmit(inv *invocation, args []string) int {
 		}
 		return exitOK
 	}
-	wrote, err := golden.Write(*out, files)
+	wrote, err := golden.Write(*out, files, retired)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc emit: %v\n", err)
 		return exitCantRun
@@ -98,6 +98,10 @@ func runEmit(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc emit: %s is current\n", *out)
 	}
 	for _, name := range wrote {
+		if name == retired {
+			fmt.Fprintf(stderr, "meshc emit: removed %s, which the mesh's auth no longer writes\n", filepath.Join(*out, name))
+			continue
+		}
 		fmt.Fprintf(stderr, "meshc emit: wrote %s\n", filepath.Join(*out, name))
 	}
 	return exitOK
@@ -151,14 +155,14 @@ func loadCatalogue(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, cat
 }
 
 // render turns a plan into the golden files.
-func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, error) {
+func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, string, error) {
 	r, err := emit.Render(plan, opts)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var files []golden.File
 	for _, f := range r.Files() {
 		files = append(files, golden.File{Name: f.Name, Data: f.Data})
 	}
-	return files, nil
+	return files, r.Retired(), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +13,7 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const graphHelp = `Usage: meshc graph [DIR] [--format mermaid|dot] [--focus MODULE]
+const graphHelp = `Usage: meshc graph [DIR] [--format mermaid|dot|svg] [--module MODULE]
 
 Draws the mesh of the catalogue in DIR (default: the current directory): modules, seats, people
 and the controller as nodes; events (emitter → consumer, solid), tool calls (caller → server,
@@ -20,13 +21,21 @@ dotted) and work (submitter → seat, thick; seat — holder) as edges. Everythi
 way the bus's permissions are, so the picture shows what the bus allows. The output is the same
 for the same catalogue, so it diffs.
 
-    meshc graph --format mermaid > mesh.mmd     # GitHub draws a mermaid block in markdown
-    meshc graph --format dot | dot -Tsvg > mesh.svg
+The whole mesh is drawn with each directory under modules/ as a group of its own, and each
+wildcard once: a module consuming every event ("**") has one edge from "every event", and a
+person who may call every tool ("*") one edge to "every tool", rather than one to or from every
+module. --module draws one module's neighbourhood, every edge drawn.
+
+    meshc graph --format svg > mesh.svg          # a picture, drawn by Graphviz inside meshc
+    meshc graph --module catalog --format svg > catalog.svg
+    meshc graph --format mermaid > mesh.mmd      # GitHub draws a mermaid block in markdown
+    meshc graph --format dot | dot -Tpng > mesh.png
 
 Flags:
-  --format FORMAT  mermaid (default) or dot (Graphviz)
-  --focus MODULE   only MODULE's neighbourhood: every edge to or from it, and the whole path
-                   of work through a seat it submits to or holds
+  --format FORMAT  mermaid (default), dot (Graphviz's text), or svg (a picture)
+  --module MODULE  only MODULE's neighbourhood: every edge to or from it, the whole path of
+                   work through a seat it submits to or holds, and the events of a seat it
+                   holds (--focus is its older name)
 
 Exit status:
   0  drawn
@@ -37,9 +46,10 @@ func runGraph(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
 	fs.Usage = func() { io.WriteString(fs.Output(), graphHelp) }
-	graphFormats := []string{"mermaid", "dot"}
-	format := choice(fs, "format", "mermaid", "`format`: mermaid or dot", graphFormats...)
-	focus := choice(fs, "focus", "", "draw only `MODULE`'s neighbourhood", "@modules")
+	graphFormats := []string{"mermaid", "dot", "svg"}
+	format := choice(fs, "format", "mermaid", "`format`: mermaid, dot or svg", graphFormats...)
+	focus := choice(fs, "module", "", "draw only `MODULE`'s neighbourhood", "@modules")
+	fs.Var(fs.Lookup("module").Value, "focus", "the older name of --module")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -60,8 +70,9 @@ func runGraph(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	ix := catalogue.NewIndex(c)
-	g := compiler.MeshGraph(ix)
+	g := compiler.WholeMeshGraph(ix)
 	if *focus != "" {
+		g = compiler.MeshGraph(ix)
 		if !g.Has(*focus) {
 			names := make([]string, 0, len(ix.Modules))
 			for n := range ix.Modules {
@@ -72,14 +83,22 @@ func runGraph(inv *invocation, args []string) int {
 			if near := suggest.Closest(*focus, names); near != "" {
 				hint = fmt.Sprintf("; did you mean %s?", near)
 			}
-			fmt.Fprintf(stderr, "meshc graph: --focus: the catalogue has no module %q%s\n", *focus, hint)
+			fmt.Fprintf(stderr, "meshc graph: --module: the catalogue has no module %q%s\n", *focus, hint)
 			return exitCantRun
 		}
 		g = g.Focus(*focus)
 	}
-	out := emit.GraphMermaid(g)
-	if *format == "dot" {
+	var out []byte
+	switch *format {
+	case "dot":
 		out = emit.GraphDot(g)
+	case "svg":
+		if out, err = emit.GraphSVG(context.Background(), g); err != nil {
+			fmt.Fprintf(stderr, "meshc graph: %v\n", err)
+			return exitCantRun
+		}
+	default:
+		out = emit.GraphMermaid(g)
 	}
 	if _, err := stdout.Write(out); err != nil {
 		return exitCantRun

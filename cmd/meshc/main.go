@@ -45,6 +45,8 @@ type command struct {
 // never see each other's.
 type invocation struct {
 	stdout, stderr io.Writer
+	// stdin is what a command reads a secret from (meshc context --stdin); os.Stdin when nil.
+	stdin io.Reader
 	// listFlags makes parseArgs list the command's flags instead of parsing: completion's way to
 	// ask every command for its flags through the one place all of them parse.
 	listFlags bool
@@ -64,6 +66,7 @@ func init() {
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion, []string{"bash zsh fish"}},
+		"context":    {"write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked", runContext, []string{"@users"}},
 		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan, []string{"@users", "pub sub"}},
 		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
 		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
@@ -115,6 +118,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 // runWith runs meshc with the arguments after its name.
 func runWith(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
+	if inv.stdin == nil {
+		inv.stdin = os.Stdin
+	}
 	if len(args) == 0 {
 		usage(stderr)
 		return exitCantRun

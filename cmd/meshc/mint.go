@@ -91,6 +91,7 @@ func runMint(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	defer creds.Close()
+	defer sayUnclaimed(stderr, creds, plan)
 	if *revoke {
 		removed, err := creds.Remove(users)
 		if err != nil {
@@ -212,4 +213,23 @@ func goldenAccountKeys(dir string) map[string]string {
 		out[ac.Name] = ac.Subject
 	}
 	return out
+}
+
+// sayUnclaimed names the records of users the catalogue no longer derives, and the command that
+// drops them: a machine or person removed from the inventory keeps its record until revoked, and
+// after a switch of auth that record is one `meshc mint --missing` cannot replace. After a revoke
+// it says only what is still left. It runs before the lock is released, so it reads the file as
+// this mint left it.
+func sayUnclaimed(w io.Writer, creds *catalogue.CredentialsEdit, plan *compiler.Plan) {
+	var gone []string
+	for _, u := range creds.Users() {
+		if plan.User(u) == nil && creds.Recorded(u) {
+			gone = append(gone, u)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "meshc mint: %s records %d user(s) the catalogue no longer has: %s; `meshc mint --revoke %s` drops them\n",
+		catalogue.CredentialsFile, len(gone), strings.Join(gone, ", "), strings.Join(gone, " "))
 }

@@ -60,7 +60,15 @@ var (
 // meshc does not know of.
 func startServerProcess(t *testing.T, conf, logFile string) *serverProcess {
 	t.Helper()
+	return startServerProcessIn(t, "", conf, logFile)
+}
+
+// startServerProcessIn is startServerProcess in the working directory dir, from which the
+// configuration's relative paths (a resolver's directory) are taken.
+func startServerProcessIn(t *testing.T, dir, conf, logFile string) *serverProcess {
+	t.Helper()
 	p := &serverProcess{cmd: exec.Command("nats-server", "-c", conf), log: logFile}
+	p.cmd.Dir = dir
 	if logFile == "" {
 		p.log = filepath.Join(t.TempDir(), "nats-server.log")
 		out, err := os.Create(p.log)
