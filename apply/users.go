@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,6 +95,7 @@ func (f *FileDelivery) Remove(context.Context, change.Changes, func(context.Cont
 // away from the server): what the bus recorded of the last accounts file delivered says which
 // users differ, and delivering is left to whoever runs where the server does.
 type RecordedDelivery struct {
+	plan *compiler.Plan
 	want *change.Principals
 	// Monitor, when set, is the server's monitoring endpoint: its config_digest says whether the
 	// server still runs the file the record names.
@@ -109,7 +112,7 @@ func NewRecordedDelivery(plan *compiler.Plan, monitor string) (*RecordedDelivery
 	if err != nil {
 		return nil, err
 	}
-	return &RecordedDelivery{want: want, Monitor: monitor}, nil
+	return &RecordedDelivery{plan: plan, want: want, Monitor: monitor}, nil
 }
 
 func (r *RecordedDelivery) Wanted() *change.Principals { return r.want }
@@ -147,7 +150,54 @@ func (r *RecordedDelivery) Read(ctx context.Context, js jetstream.JetStream) (*c
 	}
 	held.From = "the accounts file last delivered (" + when + ")"
 	held.Undelivered = elsewhere
+	if rec.Development {
+		// meshc up's bus runs on development credentials of its own, every user given one:
+		// everything else is compared.
+		held.From += ", on development credentials, which are not compared"
+		want, err := developmentWant(r.plan)
+		if err != nil {
+			return nil, err
+		}
+		r.want = withoutCredentials(want)
+		held = withoutCredentials(held)
+	}
 	return held, nil
+}
+
+// developmentWant is what the catalogue derives as meshc up composes it: every user with a
+// password, none left out for want of a recorded one.
+func developmentWant(plan *compiler.Plan) (*change.Principals, error) {
+	local := *plan
+	local.Users = slices.Clone(plan.Users)
+	for i := range local.Users {
+		local.Users[i].Hash, local.Users[i].NKey = developmentHash, ""
+	}
+	data, err := emit.Accounts(&local, emit.AccountsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return change.FromAccountsFile(data, "the catalogue")
+}
+
+// developmentHash stands in for the development passwords meshc up mints, which a comparison
+// leaves out.
+const developmentHash = "$2a$04$GVqXgr54yUjjKk8puUK3yObfVms9mVjoYReukW.abay8w0u8n.v0W"
+
+// withoutCredentials is principals with their users' credentials left out of the comparison.
+func withoutCredentials(ps *change.Principals) *change.Principals {
+	out := *ps
+	out.File = "" // the file differs by its credentials alone
+	out.Users = make([]change.Principal, len(ps.Users))
+	for i, u := range ps.Users {
+		u.Digests = maps.Clone(u.Digests)
+		delete(u.Digests, change.FacetCredential)
+		if u.Facets != nil {
+			u.Facets = maps.Clone(u.Facets)
+			delete(u.Facets, change.FacetCredential)
+		}
+		out.Users[i] = u
+	}
+	return &out
 }
 
 func (r *RecordedDelivery) Deliver(context.Context, change.Changes, func(context.Context) error, jetstream.JetStream) (Delivered, error) {

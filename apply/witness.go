@@ -39,6 +39,9 @@ type AccountsRecord struct {
 	ConfigDigest string    `json:"config_digest,omitempty"`
 	At           time.Time `json:"at"`
 	By           string    `json:"by"`
+	// Development: the file carried development credentials (meshc up's), not the catalogue's:
+	// a comparison with it leaves credentials out.
+	Development bool `json:"development,omitempty"`
 }
 
 // AccountsDigest is the digest an accounts file is recorded and compared by.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/apply"
@@ -53,6 +54,8 @@ type Bus struct {
 	op *devOperator
 	// Pushed is what the last push to the resolver did, in operator mode.
 	Pushed apply.Delivered
+	// delivered is the accounts file last delivered to the server, recorded on the bus by Apply.
+	delivered []byte
 }
 
 // Start runs plan on a new embedded server: it mints a development password for every user that
@@ -203,17 +206,16 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 		return change.Changes{}, err
 	}
 	changes := change.Diff(live, b.plan, change.DiffOptions{})
-	if changes.Empty() {
-		return changes, nil
-	}
 	js, err := bus.JetStream()
 	if err != nil {
 		return changes, err
 	}
-	if _, err := apply.Apply(ctx, js, changes, apply.Options{AllowDiscard: true}); err != nil {
-		return changes, err
+	if !changes.Empty() {
+		if _, err := apply.Apply(ctx, js, changes, apply.Options{AllowDiscard: true}); err != nil {
+			return changes, err
+		}
 	}
-	return changes, nil
+	return changes, b.record(ctx, js)
 }
 
 // Dropped says, one line a change, what an apply changed by dropping stored messages.
@@ -281,7 +283,25 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	if err != nil {
 		return apply.Delivered{}, err
 	}
-	return d.Deliver(ctx)
+	did, err := d.Deliver(ctx)
+	if err == nil {
+		b.delivered = data
+	}
+	return did, err
+}
+
+// record records on the bus the accounts file the server was given, as `meshc apply --accounts`
+// does, marked as development credentials: a plan against this bus compares its users and
+// accounts, and leaves the credentials, which are this machine's and not the catalogue's, out.
+func (b *Bus) record(ctx context.Context, js jetstream.JetStream) error {
+	if b.delivered == nil {
+		return nil
+	}
+	ps, err := change.FromAccountsFile(b.delivered, "meshc up's accounts file")
+	if err != nil {
+		return err
+	}
+	return apply.RecordAccounts(ctx, js, apply.AccountsRecord{Digest: apply.AccountsDigest(b.delivered), At: time.Now(), By: "meshc up", Development: true}, ps)
 }
 
 // WriteServerConf writes the server's own half, STATE/server.conf: the listener, the JetStream
