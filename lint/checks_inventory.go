@@ -339,6 +339,7 @@ var (
 	RuleCredentialInvalid   = ruleCredentialInvalid.ID
 	RuleCredentialDuplicate = ruleCredentialDuplicate.ID
 )
+
 // replaceOrRevoke is the fix for one user's record that is wrong in any auth: minting the user
 // again replaces it, unless the catalogue no longer has the user, which mint refuses to mint;
 // then revoking drops the record.
@@ -369,4 +370,3 @@ func (l *linter) reportGone(cr *catalogue.Credentials, gone []catalogue.Text, wa
 		l.marked[cr.Hashes[u.Value].Pos] = true
 	}
 }
-
