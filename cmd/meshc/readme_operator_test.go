@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/emit"
