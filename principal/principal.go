@@ -37,6 +37,11 @@ type Conn struct {
 	mu         sync.Mutex
 	violations []string
 	others     []error
+	// recorded is the last violation the error handler recorded, cleared the last one a try
+	// took with every violation before it: the connection's last error is old news when it is
+	// the cleared one, so a connection can make tries that expect violations and then tries that
+	// expect none.
+	recorded, cleared error
 }
 
 // Connect connects to url as user with the inbox prefix its grant names, `_INBOX.<user>` (a user
@@ -67,6 +72,7 @@ func (c *Conn) record(err error) {
 	defer c.mu.Unlock()
 	if errors.Is(err, nats.ErrPermissionViolation) {
 		c.violations = append(c.violations, err.Error())
+		c.recorded = err
 	} else {
 		c.others = append(c.others, err)
 	}
@@ -89,7 +95,7 @@ func (c *Conn) SawNoViolation() error {
 	if err := c.NC.Flush(); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
-	if err := c.NC.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
+	if err := c.NC.LastError(); errors.Is(err, nats.ErrPermissionViolation) && err != c.clearedErr() {
 		return fmt.Errorf("%s was refused: %v (all violations: %v)", c.User, err, c.Seen())
 	}
 	if v := c.Seen(); len(v) > 0 {
@@ -104,8 +110,14 @@ func (c *Conn) TakeViolations() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.violations
-	c.violations = nil
+	c.violations, c.cleared = nil, c.recorded
 	return v
+}
+
+func (c *Conn) clearedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cleared
 }
 
 // Violated waits up to wait for a violation containing want on this connection and takes it;
@@ -120,6 +132,9 @@ func (c *Conn) Violated(want, what string, wait time.Duration) error {
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {
 			c.violations = slices.Delete(c.violations, i, i+1)
+			if len(c.violations) == 0 {
+				c.cleared = c.recorded
+			}
 		}
 		c.mu.Unlock()
 		if i >= 0 {
@@ -282,17 +297,17 @@ func AckTwice(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// Drains reads everything a pull consumer holds, as its owner, until a pull finds nothing,
-// acknowledging each delivery twice; it returns the bodies it read, by subject, and then requires
-// nothing awaiting an ack.
-func (c *Conn) Drains(ctx context.Context, stream, consumer string, wait time.Duration) (map[string][]string, error) {
+// Drains reads everything a pull consumer holds, as its owner, until a pull that waits for
+// nothing finds nothing, acknowledging each delivery twice; it returns the bodies it read, by
+// subject, and then requires nothing awaiting an ack.
+func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string][]string, error) {
 	cons, err := c.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
 		return nil, fmt.Errorf("%s cannot bind its consumer %s on %s: %v (violations: %v)", c.User, consumer, stream, err, c.Seen())
 	}
 	read := map[string][]string{}
 	for {
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(wait))
+		batch, err := cons.FetchNoWait(256)
 		if err != nil {
 			return nil, fmt.Errorf("%s pulling %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 		}

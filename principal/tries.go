@@ -17,6 +17,8 @@ type Try struct {
 	Subject string
 	// Queue makes a subscription one in this queue group.
 	Queue string
+	// Body and Reply are a publish's; an empty Body sends an inert one (Inert).
+	Body, Reply string
 }
 
 func (t Try) String() string {
@@ -44,7 +46,8 @@ func Inert() nats.Header {
 	return nats.Header{jetstream.ExpectedLastSeqHeader: []string{strconv.FormatUint(^uint64(0), 10)}}
 }
 
-// Unrefused makes every try at once — each publish inert, each subscription dropped again — and
+// Unrefused makes every try at once — each publish inert unless it has a body of its own, each
+// subscription dropped again — and
 // returns those the server did not refuse within wait, in the order given. The server answers
 // every try it refuses with a violation before the PONG that ends the flush, so the wait is spent
 // only on tries it let through.
@@ -60,8 +63,12 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 	for i, t := range tries {
 		want[t.violation()] = append(want[t.violation()], i)
 		switch {
+		case t.Op == Publish && t.Body != "":
+			if err := c.NC.PublishRequest(t.Subject, t.Reply, []byte(t.Body)); err != nil {
+				return nil, err
+			}
 		case t.Op == Publish:
-			if err := c.NC.PublishMsg(&nats.Msg{Subject: t.Subject, Header: Inert(), Data: []byte("meshc verify")}); err != nil {
+			if err := c.NC.PublishMsg(&nats.Msg{Subject: t.Subject, Reply: t.Reply, Header: Inert(), Data: []byte("meshc verify")}); err != nil {
 				return nil, err
 			}
 		default:

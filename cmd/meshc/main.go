@@ -68,6 +68,7 @@ func init() {
 		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
 		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
 		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema, nil},
+		"verify":     {"prove least privilege on a real server: the golden files on a throwaway one, or a live bus", runVerify, nil},
 		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan, []string{"pub sub"}},
 	} {
 		commands[name] = c
