@@ -488,7 +488,7 @@ func (p *proof) landed(subject string, data []byte) {
 	if i := strings.Index(string(data), purgeMarker); i >= 0 {
 		by = strings.Fields(string(data)[i+len(purgeMarker):])[0]
 	}
-	p.fail(Injection, by, subject, p.golden.importedBy(by, subject),
+	p.failImport(Injection, by, subject,
 		"an answer aimed at %s landed there (%.80q): the account of %s imports more than its users' grants; run `meshc emit`", subject, data, or(by, "a principal"))
 }
 

@@ -32,6 +32,11 @@ type golden struct {
 	planText string
 	// claims are claims.json's accounts, as written (operator mode).
 	claims *claimsFile
+	// broken says why a golden file cannot be read as what meshc writes: a file edited by hand
+	// into something the server, or meshc, cannot read is the load class's failure, not an error.
+	broken error
+	// brokenFile is the file broken is about.
+	brokenFile string
 }
 
 // goldenUser is one principal as the golden file writes it.
@@ -53,7 +58,8 @@ func readGolden(dir string, expected *compiler.Plan) (*golden, error) {
 	}
 	g.planText = string(data)
 	if g.plan, err = emit.ReadPlanJSON(data); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, emit.PlanFile), err)
+		g.broken, g.brokenFile = err, filepath.Join(dir, emit.PlanFile)
+		return g, nil
 	}
 	g.plan.Account, g.plan.Catalogue = expected.Account, expected.Catalogue
 	name := emit.AccountsFile
@@ -66,9 +72,12 @@ func readGolden(dir string, expected *compiler.Plan) (*golden, error) {
 	}
 	g.lines = strings.Split(string(g.data), "\n")
 	if expected.Operator != nil {
-		return g, g.readClaims(expected)
+		g.broken = g.readClaims()
+	} else {
+		g.broken = g.readAccounts(expected)
 	}
-	return g, g.readAccounts(expected)
+	g.brokenFile = g.file
+	return g, nil
 }
 
 // readAccounts reads accounts.conf with nats-server's own parser: users, their permissions and
@@ -76,7 +85,7 @@ func readGolden(dir string, expected *compiler.Plan) (*golden, error) {
 func (g *golden) readAccounts(expected *compiler.Plan) error {
 	m, err := conf.Parse(string(g.data))
 	if err != nil {
-		return fmt.Errorf("%s is not a file nats-server reads: %v; run `meshc emit` to rewrite it", g.file, err)
+		return fmt.Errorf("nats-server cannot read it: %v; run `meshc emit` to rewrite it", err)
 	}
 	byKey := map[string]string{}
 	for _, u := range expected.Users {
@@ -180,18 +189,37 @@ func (g *golden) allowedBy(user string, publish bool, subject string) string {
 }
 
 // importedBy names the import of user's account, as the golden file writes it, that covers
-// subject: what carried an answer aimed there into another account.
-func (g *golden) importedBy(user, subject string) string {
+// subject — what carried an answer aimed there into another account — and its line (0 when
+// unknown).
+func (g *golden) importedBy(user, subject string) (string, int) {
 	u := g.users[user]
 	if u == nil {
-		return ""
+		return "", 0
 	}
 	for _, i := range g.imports[u.Account] {
 		if compiler.Covers(i.Subject, subject) {
-			return fmt.Sprintf("import of %s from %s", i.Subject, i.Account)
+			return fmt.Sprintf("account %s's import of %s from %s", u.Account, i.Subject, i.Account), g.importLine(u.Account, i.Subject)
 		}
 	}
-	return ""
+	return "", 0
+}
+
+// importLine is the line of an account's import of subject: after the line opening the account
+// (accounts.conf) or naming it (claims.json), the first line holding the quoted subject after an
+// imports list begins.
+func (g *golden) importLine(account, subject string) int {
+	inAccount, inImports := false, false
+	for i, l := range g.lines {
+		switch {
+		case !inAccount:
+			inAccount = strings.Contains(l, `"`+account+`" {`) || strings.Contains(l, `"name": "`+account+`"`)
+		case !inImports:
+			inImports = strings.Contains(l, "imports")
+		case strings.Contains(l, `"`+subject+`"`):
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // line is where a grant of user is written: the first line holding the quoted grant after the
@@ -256,15 +284,15 @@ type scopedClaims struct {
 
 // readClaims reads claims.json: each scoped signing key a user of its account, with the key's
 // template as its grants.
-func (g *golden) readClaims(expected *compiler.Plan) error {
+func (g *golden) readClaims() error {
 	g.claims = &claimsFile{}
 	if err := json.Unmarshal(g.data, g.claims); err != nil {
-		return fmt.Errorf("%s is not the claims meshc writes: %v; run `meshc emit` to rewrite it", g.file, err)
+		return fmt.Errorf("not the claims meshc writes: %v; run `meshc emit` to rewrite it", err)
 	}
 	for _, raw := range g.claims.Accounts {
 		var a scopedClaims
 		if err := json.Unmarshal(raw, &a); err != nil {
-			return fmt.Errorf("%s: an account's claims: %v; run `meshc emit` to rewrite it", g.file, err)
+			return fmt.Errorf("an account's claims: %v; run `meshc emit` to rewrite it", err)
 		}
 		for _, k := range a.Nats.SigningKeys {
 			if k.Kind != "user_scope" || k.Role == compiler.ProbeRole {

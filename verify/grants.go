@@ -238,7 +238,7 @@ func (p *proof) usePublish(c *principal.Conn, u *compiler.User, subject string, 
 		case err != nil:
 			p.refusedGrant(u, true, subject, err)
 		case got != want && want != "":
-			p.fail(Grant, u.Name, subject, p.golden.importedBy(u.Name, instance(subject)),
+			p.failImport(Grant, u.Name, instance(subject),
 				"%s publishing %s reached no stream, where %s stores it: with an account per module, the golden files lack the import that carries it into the mesh's account; run `meshc emit`", u.Name, subject, want)
 		}
 	}

@@ -188,6 +188,9 @@ func Run(ctx context.Context, expected *compiler.Plan, opts Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
+	if g.broken != nil && g.brokenFile == g.file && opts.Live != nil {
+		g.broken = nil // a live bus runs what it runs; only plan.json is read from the files
+	}
 	p := &proof{ctx: ctx, expected: expected, golden: g, sample: opts.Sample, live: opts.Live != nil,
 		conns: map[string]*principal.Conn{}, tried: map[string]*Tried{}, served: newServed()}
 	p.result = &Result{Isolation: catalogue.IsolationShared, Auth: catalogue.AuthPassword, Live: p.live, Principals: []string{}, Unproven: []string{}, Failures: []Failure{}}
@@ -209,6 +212,11 @@ func Run(ctx context.Context, expected *compiler.Plan, opts Options) (*Result, e
 		p.url, p.as = opts.Live.URL, opts.Live.As
 		p.result.Target = "the bus at " + opts.Live.URL
 		p.skip(Load, "a live bus runs what it runs: `meshc plan` compares it with the catalogue")
+	} else if g.broken != nil {
+		p.result.Target = "a throwaway nats-server on " + opts.Golden
+		p.try(Load, 1)
+		p.record(Failure{Class: Load.ID, File: g.brokenFile, Message: g.broken.Error()})
+		return p.finish(), nil
 	} else {
 		t, err := startThrowaway(ctx, p)
 		if err != nil {
@@ -253,6 +261,13 @@ func (p *proof) fail(c Class, user, subject, grant, format string, args ...any) 
 		f.Line = p.golden.line(user, grant)
 	}
 	p.record(f)
+}
+
+// failImport records a failed try placed at the import of user's account that covers subject,
+// when the golden file has one.
+func (p *proof) failImport(c Class, user, subject, format string, args ...any) {
+	grant, line := p.golden.importedBy(user, subject)
+	p.record(Failure{Class: c.ID, Principal: user, Subject: subject, Grant: grant, File: p.golden.file, Line: line, Message: fmt.Sprintf(format, args...)})
 }
 
 // failInPlan records a failed try, placed in plan.json at the stream or consumer (`STREAM` or

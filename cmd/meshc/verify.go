@@ -21,7 +21,7 @@ import (
 )
 
 var verifyHelp = `Usage: meshc verify [DIR] [--format text|json|sarif] [-o GOLDEN] [--sample N]
-       meshc verify [DIR] --server URL --credentials DIR [connection flags]
+       meshc verify [DIR] --credentials DIR --server URL [connection flags]
 
 Proves the least privilege of the catalogue in DIR (default: the current directory) on a real
 nats-server. The catalogue says what each principal may do; the golden files, as committed, are
@@ -41,8 +41,8 @@ the scopes' templates included, are pushed as written.
 A golden file edited by hand, or a bug in emit, is a failure naming the principal, the subject
 and the golden line that let it through.
 
-With --server, the same proof runs against a live bus, as the principals whose credentials are
-in --credentials DIR: one file per principal, USER.json (a NATS CLI context, as meshc up
+With --credentials, the same proof runs against the live bus --server (or NATS_URL) names, as
+the principals whose credentials are in --credentials DIR: one file per principal, USER.json (a NATS CLI context, as meshc up
 writes in .meshc/contexts/) or USER.creds. It changes nothing the proof does not need, and
 leaves nothing behind: publishes are inert (an expected last sequence no stream reaches, so
 nothing is stored), pulls ask past their consumer's expiry (so nothing is delivered), forged
@@ -59,7 +59,8 @@ Flags:
   -o GOLDEN        the golden directory to prove (default DIR/golden)
   --sample N       tries each principal makes of other principals' subjects, and victims each
                    attack tries (default 256)
-  --credentials DIR  with --server: the principals' credentials, USER.json or USER.creds
+  --credentials DIR  prove the live bus --server names, as the principals whose credentials
+                   DIR holds: USER.json (a NATS CLI context) or USER.creds, one per principal
 ` + verifyConnectHelp + `
 Exit status:
   0  every try was answered as the catalogue calls for
@@ -67,6 +68,20 @@ Exit status:
   2  meshc could not prove: a bad flag, DIR is not a catalogue, a golden file is missing, the
      server cannot start or be reached
 `
+
+// registerWhere registers the connection flags that say where the bus is and how to reach it,
+// and not who to be: verify connects as each principal with the credentials --credentials
+// holds, never as one user.
+func (c *connectFlags) registerWhere(fs *flag.FlagSet) {
+	c.flags = fs
+	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
+	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
+	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
+	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
+	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
+	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
+}
 
 // verifyConnectHelp is the connection flags verify takes: where the bus is and how to reach it;
 // who to be comes from --credentials.
@@ -93,9 +108,9 @@ func runVerify(inv *invocation, args []string) int {
 	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(verify.Formats...), ", "), output.Names(verify.Formats...)...)
 	goldenDir := fs.String("o", "", "the golden `DIR` to prove")
 	sample := fs.Int("sample", 256, "tries of other principals' subjects per principal, and victims per attack")
-	creds := fs.String("credentials", "", "with --server: the principals' credentials `DIR` (USER.json, USER.creds)")
+	creds := fs.String("credentials", "", "prove the live bus as the principals whose credentials `DIR` holds (USER.json, USER.creds)")
 	var conn connectFlags
-	conn.register(fs)
+	conn.registerWhere(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -105,18 +120,12 @@ func runVerify(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc verify: --format: %v\n", err)
 		return exitCantRun
 	}
-	const who = "verify connects as each principal with the credentials --credentials DIR holds, never one user"
 	if !refuseCombos(fs, stderr,
-		combo{flag: "credentials", needs: []string{"server", "s"}, why: "the credentials are a live bus's; without --server verify proves a throwaway server with generated ones"},
-		combo{flag: "server", notWith: []string{"o"}, why: "a live bus runs what it runs; -o names the golden files a throwaway server runs"},
+		combo{flag: "server", needs: []string{"credentials"}, why: "a live bus is proven as the principals whose credentials you give (USER.json contexts, as meshc up writes in .meshc/contexts/, or USER.creds files)"},
+		combo{flag: "s", needs: []string{"credentials"}, why: "a live bus is proven as the principals whose credentials you give (USER.json contexts, as meshc up writes in .meshc/contexts/, or USER.creds files)"},
+		combo{flag: "credentials", notWith: []string{"o"}, why: "a live bus runs what it runs; -o names the golden files a throwaway server runs"},
 	) {
 		return exitCantRun
-	}
-	for _, f := range []string{"user", "password", "token", "creds", "nkey", "jwt", "seed", "context", "inbox-prefix", "js-domain", "js-api-prefix", "connection-name"} {
-		if given(fs)[f] {
-			fmt.Fprintf(stderr, "meshc verify: %s is not taken: %s\n", dashed(f), who)
-			return exitCantRun
-		}
 	}
 	if *sample <= 0 {
 		fmt.Fprintf(stderr, "meshc verify: --sample %d: give a number of tries above 0\n", *sample)
@@ -136,10 +145,9 @@ func runVerify(inv *invocation, args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	live := given(fs)["server"] || given(fs)["s"] || os.Getenv("NATS_URL") != ""
-	if live {
-		if *creds == "" {
-			fmt.Fprintln(stderr, "meshc verify: a live bus is proven as the principals whose credentials you give: add --credentials DIR (USER.json contexts, as meshc up writes in .meshc/contexts/, or USER.creds files)")
+	if *creds != "" {
+		if conn.fromEnvironment(); conn.Server == "" {
+			fmt.Fprintln(stderr, "meshc verify: --credentials proves a live bus: name it with --server URL or NATS_URL")
 			return exitCantRun
 		}
 		if opts.Live, err = liveBus(&conn, plan, *creds); err != nil {
