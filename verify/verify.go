@@ -44,8 +44,7 @@ type Class struct {
 var (
 	Load = Class{ID: "load",
 		Summary: "the server loads the golden files as committed, and mesh-controller applies golden/plan.json with its own grants",
-		Why:     "a file the server refuses, or a plan its controller cannot apply, is a bus that never starts serving the catalogue",
-		Live:    "nothing: the bus already runs what it runs"}
+		Why:     "a file the server refuses, or a plan its controller cannot apply, is a bus that never starts serving the catalogue"}
 	Connect = Class{ID: "connect",
 		Summary: "every principal the catalogue derives connects, and the golden files hold no principal it does not",
 		Why:     "a principal missing from the golden files cannot connect; one the catalogue does not derive is authority nobody declared",
@@ -82,6 +81,16 @@ var (
 
 // Classes are every class, in the order the proof runs them.
 var Classes = []Class{Load, Connect, Grant, Refusal, Flow, AckSteal, Injection, Forgery, Flood}
+
+// ClassByID is the class of an id, or the zero class.
+func ClassByID(id string) Class {
+	for _, c := range Classes {
+		if c.ID == id {
+			return c
+		}
+	}
+	return Class{}
+}
 
 // Failure is one try whose answer was not the one the catalogue calls for.
 type Failure struct {

@@ -189,6 +189,9 @@ func liveBus(conn *connectFlags, plan *compiler.Plan, dir string) (*verify.Live,
 		if isContext {
 			settings.Context = filepath.Join(dir, name)
 		} else if u, isCreds := strings.CutSuffix(name, ".creds"); isCreds {
+			if _, err := os.Stat(filepath.Join(dir, u+".json")); err == nil {
+				continue // its context, which names it, says the rest
+			}
 			user, settings.Creds = u, filepath.Join(dir, name)
 		} else {
 			continue

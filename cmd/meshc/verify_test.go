@@ -1,14 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
+	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/up"
 	"github.com/meshc-dev/meshc/verify"
 )
 
@@ -89,4 +98,110 @@ func TestVerifyRefusesFlagsItWouldIgnore(t *testing.T) {
 			t.Errorf("meshc %s exited %d (%q), want 2 and why", strings.Join(args, " "), code, errs)
 		}
 	}
+}
+
+// meshc verify --credentials proves a live bus — here `meshc up`'s, as the principals whose
+// contexts up wrote — and leaves it as it found it: no stream gains a message, no consumer
+// delivers anything. The same bus with a grant added by hand to its accounts file, reloaded, is
+// a failure naming the principal.
+func TestVerifyALiveBusAndChangeNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a bus of its own")
+	}
+	dir := cataloguetest.Extract(t, "../../verify/testdata/mesh.txtar")
+	if code, _, errs := meshc(t, "mint", "--dir", dir, "--missing"); code != exitOK {
+		t.Fatalf("mint: %s", errs)
+	}
+	if code, _, errs := meshc(t, "emit", dir); code != exitOK {
+		t.Fatalf("emit: %s", errs)
+	}
+	cat, loaded, err := catalogue.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, plan := lint.Check(cat, loaded)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bus, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Stop()
+	contexts, err := bus.WriteContexts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Dir(contexts[compiler.ControllerUser])
+	before := busState(t, bus)
+	code, out, errs := meshc(t, "verify", dir, "--credentials", creds, "--server", bus.URL, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("meshc verify of a live bus exited %d:\n%s%s", code, out, errs)
+	}
+	var r verify.Result
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Live || len(r.Principals) != len(plan.Users) {
+		t.Errorf("the live proof proved %d principals of %d (live %v)", len(r.Principals), len(plan.Users), r.Live)
+	}
+	for _, c := range r.Classes {
+		if tried := c.Tries > 0; tried != (verify.ClassByID(c.Class).Live != "") {
+			t.Errorf("on a live bus class %s tried %d (%s), want tries only where it says what it tries live", c.Class, c.Tries, c.Skipped)
+		}
+	}
+	if after := busState(t, bus); after != before {
+		t.Errorf("the proof changed the bus:\nbefore %s\nafter  %s", before, after)
+	}
+
+	accounts := filepath.Join(bus.State, emit.AccountsFile)
+	data, err := os.ReadFile(accounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := strings.Index(string(data), `user: "person.bob"`)
+	widened := string(data[:at]) + strings.Replace(string(data[at:]), `"mesh.mod.catalog.tool.lookup"`, `"mesh.mod.catalog.tool.lookup"
+              "mesh.mod.registry.tool.prune"`, 1)
+	if err := os.WriteFile(accounts, []byte(widened), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Server.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = meshc(t, "verify", dir, "--credentials", creds, "--server", bus.URL)
+	if code != exitFailed || !strings.Contains(out, "refusal: person.bob may publish mesh.mod.registry.tool.prune") {
+		t.Fatalf("meshc verify of a live bus whose accounts gained a grant by hand exited %d:\n%s%s", code, out, errs)
+	}
+}
+
+// busState is what a bus holds, as its controller reads it: each stream's last sequence and each
+// consumer's deliveries and acknowledgements.
+func busState(t *testing.T, bus *up.Bus) string {
+	t.Helper()
+	nc, err := bus.Connect(compiler.ControllerUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range bus.Plan().Streams {
+		st, err := js.Stream(t.Context(), s.Config.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%d ", s.Config.Name, st.CachedInfo().State.LastSeq)
+	}
+	for _, c := range bus.Plan().Consumers {
+		info, err := js.Consumer(t.Context(), c.Stream, compiler.ConsumerName(c.Config))
+		if err != nil {
+			// A push consumer: read by the API's INFO request instead.
+			continue
+		}
+		i := info.CachedInfo()
+		fmt.Fprintf(&b, "%s/%s:%d/%d ", c.Stream, i.Name, i.Delivered.Consumer, i.AckFloor.Consumer)
+	}
+	return b.String()
 }
