@@ -65,6 +65,7 @@ func init() {
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion, []string{"bash zsh fish"}},
 		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan, []string{"@users", "pub sub"}},
+		"export":     {"write the catalogue as another tool's document: an AsyncAPI 3.0 one", runExport, []string{"asyncapi"}},
 		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
 		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
 		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema, nil},
