@@ -60,6 +60,7 @@ func init() {
 		"mint":       {"mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves", runMint, nil},
 		"operator":   {"make the operator of a mesh with auth: operator: its keys, and the servers' configuration", runOperator, nil},
 		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan, nil},
+		"status":     {"say what the live bus holds per machine and module: connected, consumers behind, objects as planned", runStatus, nil},
 		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp, nil},
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
