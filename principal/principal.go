@@ -23,6 +23,12 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
+// syncQueue is how many messages a try's synchronous subscription holds: a try reads a few.
+const syncQueue = 1024
+
+// nop takes a message nobody reads: a subscription made only to be refused, or taken.
+func nop(*nats.Msg) {}
+
 // Wait is how long a try waits for the server's answer: a violation, a delivery, a reply. The
 // server sends a violation before the PONG that ends a flush, so it is a moment, not a timeout.
 const Wait = 3 * time.Second
@@ -52,6 +58,9 @@ func Connect(url, user string, opts ...nats.Option) (*Conn, error) {
 	all := append([]nats.Option{
 		nats.CustomInboxPrefix(compiler.InboxPrefix(user)),
 		nats.NoReconnect(),
+		// A synchronous subscription's queue is allocated whole when it is made (512 Ki
+		// messages by default): thousands of tries would allocate gigabytes for nothing.
+		nats.SyncQueueLen(syncQueue),
 	}, opts...)
 	// Last, so no option given replaces it.
 	all = append(all, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { c.record(err) }))
@@ -92,7 +101,7 @@ func (c *Conn) Seen() []string {
 // writes a violation before the PONG that ends Flush, and the client records it as the
 // connection's last error while reading, so after Flush LastError is complete.
 func (c *Conn) SawNoViolation() error {
-	if err := c.NC.Flush(); err != nil {
+	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
 	if err := c.NC.LastError(); errors.Is(err, nats.ErrPermissionViolation) && err != c.clearedErr() {
@@ -123,7 +132,7 @@ func (c *Conn) clearedErr() error {
 // Violated waits up to wait for a violation containing want on this connection and takes it;
 // what says what was refused, for the error when none comes.
 func (c *Conn) Violated(want, what string, wait time.Duration) error {
-	if err := c.NC.Flush(); err != nil {
+	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
 	deadline := time.Now().Add(wait)
@@ -185,7 +194,7 @@ func (c *Conn) IsRefusedRequesting(subject string) error {
 
 // IsRefusedSubscribing subscribes subject and requires the server's violation for it.
 func (c *Conn) IsRefusedSubscribing(subject string) error {
-	sub, err := c.NC.SubscribeSync(subject)
+	sub, err := c.NC.Subscribe(subject, nop)
 	if err != nil {
 		return err
 	}
@@ -196,7 +205,7 @@ func (c *Conn) IsRefusedSubscribing(subject string) error {
 // IsRefusedQueueSubscribing subscribes subject in queue group queue and requires the server's
 // violation for it.
 func (c *Conn) IsRefusedQueueSubscribing(subject, queue string) error {
-	sub, err := c.NC.QueueSubscribeSync(subject, queue)
+	sub, err := c.NC.QueueSubscribe(subject, queue, nop)
 	if err != nil {
 		return err
 	}
@@ -402,6 +411,20 @@ func (c *Conn) ServesSync(tool, queue string) (*nats.Subscription, error) {
 // Serves answers every call of a tool with answer, subscribed in queue group queue.
 func (c *Conn) Serves(tool, queue string, answer func(*nats.Msg)) (*nats.Subscription, error) {
 	sub, err := c.NC.QueueSubscribe(tool, queue, answer)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SawNoViolation(); err != nil {
+		sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// Takes subscribes subject (in queue group queue, when given) with nobody reading what
+// arrives, and requires the server to take the subscription: a try of a subscribe grant.
+func (c *Conn) Takes(subject, queue string) (*nats.Subscription, error) {
+	sub, err := c.NC.QueueSubscribe(subject, queue, nop)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,14 +73,14 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 				return nil, err
 			}
 		default:
-			s, err := c.NC.QueueSubscribeSync(t.Subject, t.Queue)
+			s, err := c.NC.QueueSubscribe(t.Subject, t.Queue, nop)
 			if err != nil {
 				return nil, err
 			}
 			subs = append(subs, s)
 		}
 	}
-	if err := c.NC.Flush(); err != nil {
+	if err := c.NC.FlushTimeout(flushWait(len(tries))); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.User, err)
 	}
 	refused := make([]bool, len(tries))
@@ -87,19 +88,15 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 	deadline := time.Now().Add(wait)
 	for left > 0 && time.Now().Before(deadline) {
 		for _, v := range c.TakeViolations() {
-			for key, is := range want {
-				if !contains(v, key) {
-					continue
+			// The server's words follow nats.go's prefix: "nats: permissions violation: <words>".
+			_, words, _ := strings.Cut(v, ": permissions violation: ")
+			for _, i := range want[words] {
+				if !refused[i] {
+					refused[i] = true
+					left--
 				}
-				for _, i := range is {
-					if !refused[i] {
-						refused[i] = true
-						left--
-					}
-				}
-				delete(want, key)
-				break
 			}
+			delete(want, words)
 		}
 		if left > 0 {
 			time.Sleep(5 * time.Millisecond)
@@ -114,10 +111,9 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 	return out, nil
 }
 
-func contains(s, sub string) bool {
-	// The server's text follows nats.go's prefix: "nats: permissions violation: <server's words>".
-	return len(s) >= len(sub) && s[len(s)-len(sub):] == sub
-}
+// flushWait bounds the flush after n tries: a server busy with many principals' tries answers
+// each flush late, not never.
+func flushWait(n int) time.Duration { return 30*time.Second + time.Duration(n)*time.Millisecond }
 
 // PublishesInert sends an inert publish on subject as a request and returns the stream that
 // answered it ("" when nothing did: no stream captures the subject), requiring no violation. A

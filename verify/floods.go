@@ -156,7 +156,7 @@ func (p *proof) subscriptionFlood(u compiler.User, limits compiler.AccountLimits
 	}
 	defer c.Close()
 	for i := range limits.Subscriptions {
-		if _, err := c.NC.SubscribeSync(fmt.Sprintf("%s.flood.%d", compiler.InboxPrefix(u.Name), i)); err != nil {
+		if _, err := c.NC.Subscribe(fmt.Sprintf("%s.flood.%d", compiler.InboxPrefix(u.Name), i), func(*nats.Msg) {}); err != nil {
 			p.fail(Flood, u.Name, "max_subscriptions", "", "%v", err)
 			return
 		}
@@ -165,7 +165,7 @@ func (p *proof) subscriptionFlood(u compiler.User, limits compiler.AccountLimits
 		p.fail(Flood, u.Name, "max_subscriptions", "", "%s's connection was refused a subscription before its account's max_subscriptions of %d: the golden files set it lower than the catalogue", u.Name, limits.Subscriptions)
 		return
 	}
-	c.NC.SubscribeSync(compiler.InboxPrefix(u.Name) + ".flood.last")
+	c.NC.Subscribe(compiler.InboxPrefix(u.Name)+".flood.last", func(*nats.Msg) {})
 	if err := c.Meets(nats.ErrMaxSubscriptionsExceeded, principal.Wait); err != nil {
 		p.fail(Flood, u.Name, "max_subscriptions", "", "%s's connection held %d subscriptions, one past its account's max_subscriptions, and %v: the golden files must say max_subscriptions; run `meshc emit`",
 			u.Name, limits.Subscriptions+1, err)

@@ -329,12 +329,10 @@ func (p *proof) useSubscribe(c *principal.Conn, u *compiler.User, permission str
 	}
 	c.TakeViolations()
 	p.try(Grant, 1)
-	sub, err := c.NC.QueueSubscribeSync(subject, queue)
-	if err == nil {
-		err = c.SawNoViolation()
-		sub.Unsubscribe()
-	}
+	sub, err := c.Takes(subject, queue)
 	if err != nil {
 		p.refusedGrant(u, false, permission, err)
+		return
 	}
+	sub.Unsubscribe()
 }

@@ -115,6 +115,8 @@ type Tried struct {
 	// Said says what was tried, in words; Skipped, when the class tried nothing, why.
 	Said    string `json:"said,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
+	// Took is how long the class took: for the benchmark, never written.
+	Took time.Duration `json:"-"`
 }
 
 // Result is a proof's outcome: what it proved, how, and every failure.
@@ -246,8 +248,13 @@ func Run(ctx context.Context, expected *compiler.Plan, opts Options) (*Result, e
 			return nil, err
 		}
 	}
-	for _, class := range []func(){p.grants, p.refusals, p.flows, p.ackSteal, p.forgery, p.injection, p.floods} {
-		class()
+	for _, class := range []struct {
+		c   Class
+		run func()
+	}{{Grant, p.grants}, {Refusal, p.refusals}, {Flow, p.flows}, {AckSteal, p.ackSteal}, {Forgery, p.forgery}, {Injection, p.injection}, {Flood, p.floods}} {
+		start := time.Now()
+		class.run()
+		p.tried[class.c.ID].Took = time.Since(start)
 	}
 	return p.finish(), nil
 }

@@ -205,3 +205,30 @@ func busState(t *testing.T, bus *up.Bus) string {
 	}
 	return b.String()
 }
+
+// The action runs meshc verify when its verify input says so, and not by default: on a push of
+// a catalogue whose golden files are current, the step proves them and the job passes.
+func TestTheActionVerifiesWhenAsked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a proof of its own")
+	}
+	work := t.TempDir()
+	cat := filepath.Join(work, "cat")
+	if err := os.CopyFS(cat, os.DirFS(cataloguetest.Extract(t, "../../verify/testdata/mesh.txtar"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mint", "--dir", cat, "--missing"}, {"emit", cat}} {
+		if code, _, errs := meshc(t, args...); code != exitOK {
+			t.Fatalf("meshc %s: %s", strings.Join(args, " "), errs)
+		}
+	}
+	push := map[string]string{"inputs.catalogue": "cat", "github.repository": "novox/catalogue", "github.event_name": "push"}
+	if job := runAction(t, work, push); job.failed || !strings.Contains(job.log, "meshc verify: skipped") {
+		t.Fatalf("by default the action ran meshc verify, or failed:\n%s", job.log)
+	}
+	push["inputs.verify"] = "true"
+	job := runAction(t, work, push)
+	if job.failed || !strings.Contains(job.log, "no failures: least privilege holds") {
+		t.Fatalf("with verify: true the action did not prove the golden files:\n%s", job.log)
+	}
+}
