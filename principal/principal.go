@@ -238,7 +238,11 @@ func (c *Conn) PublishesLive(subject, body string) error {
 
 // Subscribes subscribes subject and requires the server to take the subscription.
 func (c *Conn) Subscribes(subject string) (*nats.Subscription, error) {
-	sub, err := c.NC.SubscribeSync(subject)
+	return c.taken(c.NC.SubscribeSync(subject))
+}
+
+// taken requires the server to have taken a subscription just made, dropping it when refused.
+func (c *Conn) taken(sub *nats.Subscription, err error) (*nats.Subscription, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -307,8 +311,10 @@ func AckTwice(ctx context.Context, m jetstream.Msg) error {
 }
 
 // Drains reads everything a pull consumer holds, as its owner, until a pull that waits for
-// nothing finds nothing, acknowledging each delivery twice; it returns the bodies it read, by
-// subject, and then requires nothing awaiting an ack.
+// nothing finds nothing; it returns the bodies it read, by subject, and then requires nothing
+// awaiting an ack. The first delivery of each batch is acknowledged twice, `+WPI` then `+ACK`
+// waiting for the server's confirmation (what proves the ack grant: AckTwice), the rest once
+// without waiting, which the settling then confirms.
 func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string][]string, error) {
 	cons, err := c.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
@@ -322,10 +328,15 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 		}
 		n := 0
 		for m := range batch.Messages() {
-			n++
-			if err := AckTwice(ctx, m); err != nil {
+			if n == 0 {
+				err = AckTwice(ctx, m)
+			} else {
+				err = m.Ack()
+			}
+			if err != nil {
 				return nil, fmt.Errorf("%s on %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 			}
+			n++
 			read[m.Subject()] = append(read[m.Subject()], string(m.Data()))
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
@@ -335,17 +346,27 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 			break
 		}
 	}
+	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
+		return nil, err
+	}
 	if err := c.settled(ctx, cons); err != nil {
 		return nil, err
 	}
 	return read, nil
 }
 
-// settled requires a consumer its user acknowledged everything of to hold nothing awaiting an ack.
+// settled requires a consumer its user acknowledged everything of to hold nothing awaiting an
+// ack, within Wait: an ack sent without waiting reaches the server a moment later.
 func (c *Conn) settled(ctx context.Context, cons jetstream.Consumer) error {
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("%s reading its consumer: %v", c.User, err)
+	var info *jetstream.ConsumerInfo
+	for deadline := time.Now().Add(Wait); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if info, err = cons.Info(ctx); err != nil {
+			return fmt.Errorf("%s reading its consumer: %v", c.User, err)
+		}
+		if info.NumAckPending == 0 || time.Now().After(deadline) {
+			break
+		}
 	}
 	if info.NumAckPending != 0 {
 		return fmt.Errorf("%s acknowledged everything it pulled from %s/%s, yet %d messages still await an ack: the server refused an ack",
@@ -397,42 +418,18 @@ func (c *Conn) ConsumerInfo(ctx context.Context, stream, consumer string) (*jets
 // ServesSync subscribes a tool in queue group queue, as its grant requires (the module's name:
 // docs/catalogue.md, "Serving a tool"), leaving the calls for the caller to read.
 func (c *Conn) ServesSync(tool, queue string) (*nats.Subscription, error) {
-	sub, err := c.NC.QueueSubscribeSync(tool, queue)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.SawNoViolation(); err != nil {
-		sub.Unsubscribe()
-		return nil, err
-	}
-	return sub, nil
+	return c.taken(c.NC.QueueSubscribeSync(tool, queue))
 }
 
 // Serves answers every call of a tool with answer, subscribed in queue group queue.
 func (c *Conn) Serves(tool, queue string, answer func(*nats.Msg)) (*nats.Subscription, error) {
-	sub, err := c.NC.QueueSubscribe(tool, queue, answer)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.SawNoViolation(); err != nil {
-		sub.Unsubscribe()
-		return nil, err
-	}
-	return sub, nil
+	return c.taken(c.NC.QueueSubscribe(tool, queue, answer))
 }
 
 // Takes subscribes subject (in queue group queue, when given) with nobody reading what
 // arrives, and requires the server to take the subscription: a try of a subscribe grant.
 func (c *Conn) Takes(subject, queue string) (*nats.Subscription, error) {
-	sub, err := c.NC.QueueSubscribe(subject, queue, nop)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.SawNoViolation(); err != nil {
-		sub.Unsubscribe()
-		return nil, err
-	}
-	return sub, nil
+	return c.taken(c.NC.QueueSubscribe(subject, queue, nop))
 }
 
 // Answer is how a tool server the tries run answers: its user, then the call's body, so a caller

@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -77,7 +79,7 @@ func (p *proof) flows() {
 			}
 		}
 		p.try(Flow, 1)
-		ctx, cancel := p.timeout()
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
 		got, err := p.conns[owner].Drains(ctx, cons.Stream, name)
 		cancel()
 		if err != nil {

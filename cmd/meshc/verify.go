@@ -69,20 +69,6 @@ Exit status:
      server cannot start or be reached
 `
 
-// registerWhere registers the connection flags that say where the bus is and how to reach it,
-// and not who to be: verify connects as each principal with the credentials --credentials
-// holds, never as one user.
-func (c *connectFlags) registerWhere(fs *flag.FlagSet) {
-	c.flags = fs
-	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
-	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
-	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
-	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
-	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
-	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
-	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
-}
-
 // verifyConnectHelp is the connection flags verify takes: where the bus is and how to reach it;
 // who to be comes from --credentials.
 const verifyConnectHelp = `  -s, --server URL  the live bus to prove                         $NATS_URL
