@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -121,11 +122,19 @@ func (p *proof) forgery() {
 		p.skip(Forgery, "in one account (isolation: shared-account) no call crosses an import, so the server stamps no caller: a tool cannot learn who called it")
 		return
 	}
+	byAccount := map[string]string{}
+	for _, u := range p.connected() {
+		if _, ok := byAccount[u.Account]; !ok {
+			byAccount[u.Account] = u.Name
+		}
+	}
+	var mu sync.Mutex
 	tried := 0
-	for _, t := range p.expected.Tools {
-		caller := p.callerOf(t, "")
+	parallel(len(p.expected.Tools), func(i int) {
+		t := p.expected.Tools[i]
+		caller := p.callerOf(t, byAccount)
 		if caller == "" {
-			continue
+			return
 		}
 		golden := p.golden.plan.ServedTool(t.Subject)
 		forged := p.forgedFor(caller, t)
@@ -133,27 +142,28 @@ func (p *proof) forgery() {
 		m := nats.NewMsg(t.Subject)
 		m.Header.Set(compiler.RequestInfoHeader, `{"acc":"`+forged+`"}`)
 		m.Data = []byte(body)
+		mu.Lock()
 		tried++
+		mu.Unlock()
 		p.try(Forgery, 1)
 		if _, err := p.conns[caller].NC.RequestMsg(m, principal.Wait); err != nil {
 			p.fail(Forgery, caller, t.Subject, "", "%s calling %s: %v", caller, t.Subject, err)
-			continue
+			return
 		}
 		got := p.served.received(body)
-		if len(got) == 0 {
+		switch {
+		case len(got) == 0:
 			p.fail(Forgery, caller, t.Subject, "", "%s's call of %s reached no server", caller, t.Subject)
-			continue
-		}
-		if golden == nil {
+		case golden == nil:
 			p.fail(Forgery, caller, t.Subject, "", "golden/plan.json lists no served tool %s, so its server has no callers to check a call against; run `meshc emit`", t.Subject)
-			continue
+		default:
+			who, err := golden.Caller(got[0].Reply, p.ourKeys(got[0].Header.Get(compiler.RequestInfoHeader)))
+			if err != nil || who != p.accountOf(caller) {
+				p.fail(Forgery, caller, t.Subject, "tools: "+t.Subject, "%s called %s with a header naming %s; the tool's check of golden/plan.json answered %q, %v, where the caller is %s",
+					caller, t.Subject, forged, who, err, p.accountOf(caller))
+			}
 		}
-		who, err := golden.Caller(got[0].Reply, p.ourKeys(got[0].Header.Get(compiler.RequestInfoHeader)))
-		if err != nil || who != p.accountOf(caller) {
-			p.fail(Forgery, caller, t.Subject, "tools: "+t.Subject, "%s called %s with a header naming %s; the tool's check of golden/plan.json answered %q, %v, where the caller is %s",
-				caller, t.Subject, forged, who, err, p.accountOf(caller))
-		}
-	}
+	})
 	relayed := p.relayedForgery()
 	if tried == 0 && relayed == 0 {
 		p.skip(Forgery, "no running module serves a tool a principal of another account calls")
@@ -162,14 +172,17 @@ func (p *proof) forgery() {
 	p.said(Forgery, "%d calls with a caller's own forged header stamped by the server, %d relayed through a colluding tool refused by golden/plan.json's callers", tried, relayed)
 }
 
-// callerOf is a connected principal of another account than the tool's that may call it, other
-// than not; "" when there is none.
-func (p *proof) callerOf(t compiler.ServedTool, not string) string {
-	for _, u := range p.connected() {
-		if u.Name == not || p.accountOf(u.Name) == t.Account || len(u.Why(compiler.Publish, t.Subject)) == 0 {
+// callerOf is a connected principal of another account than the tool's that may call it: of the
+// first of the tool's callers with one, by byAccount (each account's first connected principal);
+// "" when there is none.
+func (p *proof) callerOf(t compiler.ServedTool, byAccount map[string]string) string {
+	for _, a := range t.Callers {
+		if a == t.Account || byAccount[a] == "" {
 			continue
 		}
-		return u.Name
+		if u := p.expected.User(byAccount[a]); u != nil && len(u.Why(compiler.Publish, t.Subject)) > 0 {
+			return u.Name
+		}
 	}
 	return ""
 }
@@ -210,22 +223,25 @@ func (p *proof) ourKeys(header string) string {
 // refuse it. It returns how many it tried.
 func (p *proof) relayedForgery() int {
 	n := 0
-	for _, u := range p.connected() {
-		var tools []compiler.ServedTool
-		for _, t := range p.expected.Tools {
-			if t.Account != p.accountOf(u.Name) && len(u.Why(compiler.Publish, t.Subject)) > 0 {
-				tools = append(tools, t)
+	// The tools each account's principals may call, from the plan's served tools' callers.
+	calls := map[string][]compiler.ServedTool{}
+	for _, t := range p.expected.Tools {
+		for _, a := range t.Callers {
+			if a != t.Account {
+				calls[a] = append(calls[a], t)
 			}
 		}
+	}
+	for _, u := range p.connected() {
+		tools := calls[u.Account]
 		first, second := -1, -1
 		for i := range tools {
-			for j := range tools {
-				if tools[i].Account != tools[j].Account && first < 0 {
-					first, second = i, j
-				}
+			if j := slices.IndexFunc(tools, func(t compiler.ServedTool) bool { return t.Account != tools[i].Account }); j >= 0 {
+				first, second = i, j
+				break
 			}
 		}
-		if first < 0 {
+		if first < 0 || len(u.Why(compiler.Publish, tools[first].Subject)) == 0 || len(u.Why(compiler.Publish, tools[second].Subject)) == 0 {
 			continue
 		}
 		a, b := tools[first], tools[second]
@@ -242,19 +258,21 @@ func (p *proof) relayedForgery() int {
 			p.fail(Forgery, u.Name, a.Subject, "", "%v", err)
 			continue
 		}
-		var got []received
-		deadline := time.Now().Add(principal.Wait)
-		for len(got) <= before && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-			got = p.served.received(body)
+		// The relayed call reaches the second tool's server a moment after the first's.
+		var relayed *received
+		for deadline := time.Now().Add(principal.Wait); relayed == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			for _, r := range p.served.received(body)[before:] {
+				if r.Subject == b.Subject {
+					relayed = &r
+				}
+			}
 		}
-		for _, r := range got[min(before, len(got)):] {
-			if r.Subject != b.Subject {
-				continue
-			}
-			if who, err := golden.Caller(r.Reply, p.ourKeys(r.Header.Get(compiler.RequestInfoHeader))); err == nil {
-				p.fail(Forgery, u.Name, b.Subject, "tools: "+b.Subject, "a call of %s relayed by %s's server, which forged the caller %s, was believed by the check of golden/plan.json's callers as coming from %s", b.Subject, a.Module, forged, who)
-			}
+		if relayed == nil {
+			p.fail(Forgery, u.Name, b.Subject, "", "a call of %s relayed by %s's server never reached %s's server, so the check of its callers was never tried", b.Subject, a.Module, b.Module)
+			break
+		}
+		if who, err := golden.Caller(relayed.Reply, p.ourKeys(relayed.Header.Get(compiler.RequestInfoHeader))); err == nil {
+			p.fail(Forgery, u.Name, b.Subject, "tools: "+b.Subject, "a call of %s relayed by %s's server, which forged the caller %s, was believed by the check of golden/plan.json's callers as coming from %s", b.Subject, a.Module, forged, who)
 		}
 		break // one relay shape proves the check; every caller would repeat it
 	}

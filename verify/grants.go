@@ -41,9 +41,10 @@ func instance(subject string) string {
 // class can require each served once.
 type served struct {
 	mu sync.Mutex
-	// log is every call received, in order.
-	log   []call
-	conns []*principal.Conn
+	// log is every call received, in order; byBody the same by body.
+	log    []call
+	byBody map[string][]received
+	conns  []*principal.Conn
 }
 
 // call is a call a tool's server received: its body and what it arrived with.
@@ -52,7 +53,7 @@ type call struct {
 	body string
 }
 
-func newServed() *served { return &served{} }
+func newServed() *served { return &served{byBody: map[string][]received{}} }
 
 // Markers a call's body may start with, for the attacks that need a tool's server as an
 // accomplice: an answer with an empty body (a purge request, aimed at the JetStream API), and an
@@ -88,7 +89,9 @@ func (s *served) answer(c *principal.Conn) func(*nats.Msg) {
 	return func(m *nats.Msg) {
 		body := string(m.Data)
 		s.mu.Lock()
-		s.log = append(s.log, call{received{m.Subject, m.Reply, m.Header}, body})
+		r := received{m.Subject, m.Reply, m.Header}
+		s.log = append(s.log, call{r, body})
+		s.byBody[body] = append(s.byBody[body], r)
 		s.mu.Unlock()
 		switch {
 		case strings.HasPrefix(body, purgeMarker):
@@ -112,13 +115,7 @@ func (s *served) answer(c *principal.Conn) func(*nats.Msg) {
 func (s *served) received(body string) []received {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []received
-	for _, c := range s.log {
-		if c.body == body {
-			out = append(out, c.received)
-		}
-	}
-	return out
+	return slices.Clone(s.byBody[body])
 }
 
 func (s *served) total() int {
@@ -275,7 +272,7 @@ func (p *proof) request(c *principal.Conn, subject string, body []byte) error {
 // delivery (acknowledged) or the server's 408 once it expires. On a live bus: a pull asking to
 // wait past the consumer's max_expires, which the server refuses (409) delivering nothing.
 func (p *proof) pull(c *principal.Conn, cons compiler.Consumer) error {
-	expires := 250 * time.Millisecond
+	expires := 50 * time.Millisecond
 	if p.live {
 		max := p.golden.consumer(cons.Stream, compiler.ConsumerName(cons.Config)).Config.MaxRequestExpires
 		if max <= 0 {
