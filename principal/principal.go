@@ -30,8 +30,10 @@ const syncQueue = 1024
 func nop(*nats.Msg) {}
 
 // Wait is how long a try waits for the server's answer: a violation, a delivery, a reply. The
-// server sends a violation before the PONG that ends a flush, so it is a moment, not a timeout.
-const Wait = 3 * time.Second
+// server sends a violation before the PONG that ends a flush, so on a working bus it is a
+// moment; the wait is spent only on an answer that never comes, and is long because a server
+// busy with a thousand principals' tries answers late, not never.
+const Wait = 10 * time.Second
 
 // Conn is one principal's connection, remembering every permission violation the server sent it
 // and every other asynchronous error (a limit's refusal).

@@ -82,7 +82,15 @@ const verifyConnectHelp = `  -s, --server URL  the live bus to prove            
 var verifyClasses = func() string {
 	var b strings.Builder
 	for _, c := range verify.Classes {
-		fmt.Fprintf(&b, "  %-16s %s\n", c.ID, c.Summary)
+		line := fmt.Sprintf("  %-16s", c.ID)
+		for _, word := range strings.Fields(c.Summary) {
+			if len(line)+1+len(word) > 95 {
+				b.WriteString(line + "\n")
+				line = strings.Repeat(" ", 18)
+			}
+			line += " " + word
+		}
+		b.WriteString(line + "\n")
 	}
 	return b.String()
 }()
