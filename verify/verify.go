@@ -155,8 +155,6 @@ type Live struct {
 	URL string
 	// As are each principal's credentials, by user.
 	As map[string][]nats.Option
-	// Dial connects with options; nil for nats.Connect to URL.
-	Dial func(opts ...nats.Option) (*nats.Conn, error)
 }
 
 // proof is one run: what the catalogue says, what the golden files say, how to reach the bus, and
