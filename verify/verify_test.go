@@ -203,3 +203,27 @@ func prove(t *testing.T, plan *compiler.Plan, dir string) *Result {
 	}
 	return r
 }
+
+// An answer aimed at a subject follows its account's exact imports only (docs/nats.md, "What
+// accounts do not block"): one exact import more than the grants lets a consumer info's answer be
+// stored as another module's event (the reply-injection case above), while a wildcard import of
+// the same subjects carries no answer at all. Checked here so the class's widening case stays an
+// exact import for a reason the server gives.
+func TestAnAnswerFollowsOnlyAnAccountsExactImports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a proof of its own")
+	}
+	plan, dir := goldenFor(t, catalogue.IsolationPerModule, catalogue.AuthPassword)
+	edit(t, filepath.Join(dir, emit.AccountsFile), "", `{service: {account: "proof", subject: "mesh.mod.catalog.event.upgraded"}}`,
+		`{service: {account: "proof", subject: "mesh.mod.catalog.event.upgraded"}}
+      {service: {account: "proof", subject: "mesh.mod.registry.event.*"}}`)
+	r := prove(t, plan, dir)
+	for _, f := range r.Failures {
+		if f.Class == Injection.ID {
+			t.Fatalf("an answer crossed a wildcard import: %+v", f)
+		}
+	}
+	if r.Classes[classOrder(Injection.ID)].Tries == 0 {
+		t.Fatal("no injection was tried")
+	}
+}
