@@ -188,7 +188,15 @@ func (b *Bus) Controller() apply.Endpoint {
 // catalogue is what it is for, and a state directory that could not start again after a limit
 // changed would have to be deleted, which loses everything. Dropped says which changes did.
 func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
-	bus, err := apply.Connect(b.Controller())
+	return ApplyAs(ctx, b.Controller(), b.plan)
+}
+
+// ApplyAs reads the bus as the endpoint's user, with that user's own grants and nothing more,
+// and asserts plan, making the changes that drop stored messages too (Apply says why a local bus
+// may); it returns what it found to change. `meshc verify` applies a golden plan.json to its
+// throwaway server the same way.
+func ApplyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change.Changes, error) {
+	bus, err := apply.Connect(e)
 	if err != nil {
 		return change.Changes{}, err
 	}
@@ -202,7 +210,7 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 	if err != nil {
 		return change.Changes{}, err
 	}
-	changes := change.Diff(live, b.plan, change.DiffOptions{})
+	changes := change.Diff(live, plan, change.DiffOptions{})
 	if changes.Empty() {
 		return changes, nil
 	}
@@ -290,6 +298,12 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 // docs/nats.md, "Includes and variables"). Port 0 is a free one.
 func WriteServerConf(stateDir string, port int, extra string) (string, error) {
 	return writeServerConf(stateDir, port, extra, emit.AccountsFile)
+}
+
+// WriteServerConfIncluding is WriteServerConf including another file than the accounts file:
+// in operator mode, the server's trust in an operator.
+func WriteServerConfIncluding(stateDir string, port int, extra, include string) (string, error) {
+	return writeServerConf(stateDir, port, extra, include)
 }
 
 // writeServerConf is WriteServerConf including another file: in operator mode, the operator's.
