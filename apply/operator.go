@@ -875,6 +875,21 @@ func (p *Pusher) Remove(ctx context.Context, cs change.Changes, fence func(conte
 	return did, nil
 }
 
+// PushClaims pushes every account of claims, exporters first, each proven by a probe, to a
+// resolver that holds none of them (a throwaway bus: meshc verify's): no read, no diff, nothing
+// removed.
+func PushClaims(ctx context.Context, r *Resolver, claims []compiler.AccountClaims, opts PushOptions) (Delivered, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	p := &Pusher{Resolver: r, claims: compiler.PushOrder(claims), opts: opts}
+	all := make([]int, len(p.claims))
+	for i := range all {
+		all[i] = i
+	}
+	return p.push(ctx, all)
+}
+
 // Converge makes the resolver hold exactly the catalogue's accounts with no lock and no streams
 // to wait for (meshc up's development bus, a benchmark): Read, the diff, Deliver and Remove. A
 // change no flag permits is its error, and nothing is pushed.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/internal/testwait"
+	"github.com/meshc-dev/meshc/principal"
 )
 
 // TestAFloodIsCutOffByALimit floods, as each kind of principal — an enrolling machine, a machine,
@@ -385,14 +385,7 @@ func (c *client) drains(t *testing.T, stream, consumer string) {
 // meets waits for the server's asynchronous refusal err on this connection.
 func (c *client) meets(t *testing.T, want error) {
 	t.Helper()
-	if err := c.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, fmt.Sprintf("the server to refuse %s with %q (violations: %v)", c.user, want, c.seen()), 3*time.Second, func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return slices.ContainsFunc(c.others, func(err error) bool { return errors.Is(err, want) })
-	})
+	must(t, c.Meets(want, principal.Wait))
 }
 
 // dial connects as user the way a client does, for a test that counts connections.

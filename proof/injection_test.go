@@ -2,7 +2,6 @@ package proof
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -103,10 +102,7 @@ func TestInjections(t *testing.T) {
 // choosing, and requires the server to have refused it nothing.
 func (c *client) requestsWithReply(t *testing.T, subject, reply, body string) {
 	t.Helper()
-	if err := c.nc.PublishRequest(subject, reply, []byte(body)); err != nil {
-		t.Fatal(err)
-	}
-	c.sawNoViolation(t)
+	must(t, c.RequestsWithReply(subject, reply, body))
 }
 
 // landed requires want (anything, when "") to arrive on sub when the injection lands, and
@@ -144,17 +140,8 @@ func (c *client) lastMessage(t *testing.T, stream, subject string) *jetstream.Ra
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := c.js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, err := c.LastMessage(ctx, stream, subject)
+	must(t, err)
 	return m
 }
 

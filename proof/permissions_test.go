@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +16,9 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/internal/testwait"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
+	"github.com/meshc-dev/meshc/principal"
 	"github.com/meshc-dev/meshc/up"
 )
 
@@ -380,45 +378,25 @@ func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Fin
 		operator: cat.Mesh.Auth.Value == catalogue.AuthOperator, isolated: isolation == catalogue.IsolationPerModule}
 }
 
-// client is one bus user's connection, remembering every permission violation the server sent it.
+// client is one bus user's connection, remembering every permission violation the server sent
+// it: a principal.Conn, whose tries are meshc verify's too, each wrapped here to end the test.
 type client struct {
+	*principal.Conn
 	user string
 	nc   *nats.Conn
 	js   jetstream.JetStream
-
-	mu         sync.Mutex
-	violations []string
-	// others are the connection's other asynchronous errors: a limit's refusal.
-	others []error
 }
 
 // connect connects as user with its own inbox prefix, as every mesh client does (a user may only
 // subscribe its own inbox), for the rest of the subtest.
 func (b *bus) connect(t *testing.T, user string) *client {
 	t.Helper()
-	c := &client{user: user}
-	nc, err := nats.Connect(b.url,
-		b.running.As(user),
-		nats.CustomInboxPrefix("_INBOX."+user),
-		nats.NoReconnect(),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if errors.Is(err, nats.ErrPermissionViolation) {
-				c.violations = append(c.violations, err.Error())
-			} else {
-				c.others = append(c.others, err)
-			}
-		}))
+	c, err := principal.Connect(b.url, user, b.running.As(user))
 	if err != nil {
-		t.Fatalf("%s cannot connect: %v", user, err)
-	}
-	t.Cleanup(nc.Close)
-	c.nc = nc
-	if c.js, err = jetstream.New(nc, jetstream.WithDefaultTimeout(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	return c
+	t.Cleanup(c.Close)
+	return &client{Conn: c, user: user, nc: c.NC, js: c.JS}
 }
 
 // cannotConnect proves the server refuses user with password at connect.
@@ -481,114 +459,42 @@ func (c *client) publishesAndIsStored(t *testing.T, subject, stream string) stri
 
 func (c *client) publishesAndIsStoredWith(t *testing.T, subject, stream, body string) {
 	t.Helper()
-	ack, err := c.js.Publish(context5s(t), subject, []byte(body))
-	if err != nil {
-		t.Fatalf("%s publishing %s got no PubAck: %v (violations: %v)", c.user, subject, err, c.seen())
-	}
-	if ack.Stream != stream {
-		t.Fatalf("%s published %s and %s stored it, want %s", c.user, subject, ack.Stream, stream)
-	}
-	c.sawNoViolation(t)
+	must(t, c.PublishesAndIsStored(context5s(t), subject, stream, body))
 }
 
 // publishesLive publishes on subject without JetStream (heartbeats, answers) and returns the body.
 func (c *client) publishesLive(t *testing.T, subject string) string {
 	t.Helper()
 	body := payload(t, subject)
-	if err := c.nc.Publish(subject, []byte(body)); err != nil {
-		t.Fatal(err)
-	}
-	c.sawNoViolation(t)
+	must(t, c.PublishesLive(subject, body))
 	return body
 }
 
 // subscribes subscribes subject and requires the server to take the subscription.
 func (c *client) subscribes(t *testing.T, subject string) *nats.Subscription {
 	t.Helper()
-	sub, err := c.nc.SubscribeSync(subject)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sawNoViolation(t)
+	sub, err := c.Subscribes(subject)
+	must(t, err)
 	return sub
 }
 
 // pullsAndAcksTwice binds the durable consumer of stream with the user's own grants and pulls
-// until every wanted body has arrived. Every message fetched is acknowledged twice, `+WPI` then
-// `+ACK` (waiting for the server's confirmation): with allow_responses a missing ack grant would
-// pass for one ack and fail only the second (docs/nats.md, "allow_responses: one reply, two
-// minutes"). It then requires nothing awaiting an ack, and returns the wanted messages in the order
-// given.
+// until every wanted body has arrived, acknowledging each delivery twice (principal's
+// PullsAndAcksTwice says why), and returns the wanted messages in the order given.
 func (c *client) pullsAndAcksTwice(t *testing.T, stream, consumer string, want ...string) []jetstream.Msg {
 	t.Helper()
-	ctx := context5s(t)
-	cons, err := c.js.Consumer(ctx, stream, consumer)
-	if err != nil {
-		t.Fatalf("%s cannot bind its consumer %s on %s: %v (violations: %v)", c.user, consumer, stream, err, c.seen())
-	}
-	got := map[string]jetstream.Msg{}
-	for len(got) < len(want) {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(3*time.Second))
-		if err != nil {
-			t.Fatalf("%s pulling %s: %v (violations: %v)", c.user, consumer, err, c.seen())
-		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			if err := m.InProgress(); err != nil {
-				t.Fatalf("%s sending +WPI on %s: %v", c.user, consumer, err)
-			}
-			if err := m.DoubleAck(ctx); err != nil {
-				t.Fatalf("%s acknowledging on %s after +WPI: %v (violations: %v)", c.user, consumer, err, c.seen())
-			}
-			if slices.Contains(want, string(m.Data())) {
-				got[string(m.Data())] = m
-			}
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
-			t.Fatalf("%s pulling %s: %v (violations: %v)", c.user, consumer, err, c.seen())
-		}
-		if n == 0 {
-			t.Fatalf("%s's consumer %s on %s delivered nothing in 3 s; still missing %d of %d messages (violations: %v)",
-				c.user, consumer, stream, len(want)-len(got), len(want), c.seen())
-		}
-	}
-	info, err := cons.Info(ctx)
-	if err != nil {
-		t.Fatalf("%s reading its consumer %s: %v", c.user, consumer, err)
-	}
-	if info.NumAckPending != 0 {
-		t.Fatalf("%s acknowledged everything it pulled from %s, yet %d messages still await an ack: the server refused an ack",
-			c.user, consumer, info.NumAckPending)
-	}
-	c.sawNoViolation(t)
-	out := make([]jetstream.Msg, len(want))
-	for i, w := range want {
-		out[i] = got[w]
-	}
-	return out
+	got, err := c.PullsAndAcksTwice(context5s(t), stream, consumer, want...)
+	must(t, err)
+	return got
 }
 
 // receivesPushedAndAcksTwice takes the wanted body from a push consumer's delivery subscription
 // and acks it twice, `+WPI` then `+ACK` waiting for the server's confirmation.
 func (c *client) receivesPushedAndAcksTwice(t *testing.T, sub *nats.Subscription, want string) *nats.Msg {
 	t.Helper()
-	for {
-		m, err := sub.NextMsg(3 * time.Second)
-		if err != nil {
-			t.Fatalf("%s received nothing on %s: %v (violations: %v)", c.user, sub.Subject, err, c.seen())
-		}
-		if err := m.InProgress(); err != nil {
-			t.Fatal(err)
-		}
-		if err := m.AckSync(nats.AckWait(3 * time.Second)); err != nil {
-			t.Fatalf("%s acknowledging its declaration after +WPI: %v (violations: %v)", c.user, err, c.seen())
-		}
-		if string(m.Data) == want {
-			c.sawNoViolation(t)
-			return m
-		}
-	}
+	m, err := c.ReceivesPushedAndAcksTwice(sub, want)
+	must(t, err)
+	return m
 }
 
 // seesNothingAwaitingAck reads a consumer (as a user allowed to) and requires every delivery acked.
@@ -600,35 +506,20 @@ func (c *client) seesNothingAwaitingAck(t *testing.T, stream, consumer string) {
 }
 
 // consumerInfo reads a consumer by the API's INFO request, which answers for pull and push
-// consumers alike (the jetstream client binds each kind by a different call).
+// consumers alike.
 func (c *client) consumerInfo(t *testing.T, stream, consumer string) *jetstream.ConsumerInfo {
 	t.Helper()
-	m, err := c.nc.RequestWithContext(context5s(t), "$JS.API.CONSUMER.INFO."+stream+"."+consumer, nil)
-	if err != nil {
-		t.Fatalf("%s reading %s/%s: %v (violations: %v)", c.user, stream, consumer, err, c.seen())
-	}
-	var info struct {
-		jetstream.ConsumerInfo
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &info); err != nil {
-		t.Fatal(err)
-	}
-	if info.Error != nil {
-		t.Fatalf("%s reading %s/%s: %v", c.user, stream, consumer, info.Error)
-	}
-	return &info.ConsumerInfo
+	info, err := c.ConsumerInfo(context5s(t), stream, consumer)
+	must(t, err)
+	return info
 }
 
 // servesSync subscribes a tool in its module's queue group, as its grant requires, leaving the
 // calls for the test to read.
 func (c *client) servesSync(t *testing.T, tool string) *nats.Subscription {
 	t.Helper()
-	sub, err := c.nc.QueueSubscribeSync(tool, toolQueue(tool))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sawNoViolation(t)
+	sub, err := c.ServesSync(tool, toolQueue(tool))
+	must(t, err)
 	return sub
 }
 
@@ -636,13 +527,8 @@ func (c *client) servesSync(t *testing.T, tool string) *nats.Subscription {
 // queue group of the module serving it, as its grant requires.
 func (c *client) serves(t *testing.T, tool string) {
 	t.Helper()
-	_, err := c.nc.QueueSubscribe(tool, toolQueue(tool), func(m *nats.Msg) {
-		m.Respond([]byte(c.user + " answers " + string(m.Data)))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.sawNoViolation(t)
+	_, err := c.Serves(tool, toolQueue(tool), c.Answer)
+	must(t, err)
 	t.Cleanup(func() {
 		if c.nc.LastError() != nil {
 			t.Errorf("%s serving %s: %v (violations: %v)", c.user, tool, c.nc.LastError(), c.seen())
@@ -657,125 +543,73 @@ func toolQueue(tool string) string { return compiler.ToolQueue(strings.Split(too
 // callsAndIsAnswered calls a tool and requires the server's answer from the module serving it.
 func (c *client) callsAndIsAnswered(t *testing.T, tool string) {
 	t.Helper()
-	body := payload(t, tool)
-	reply, err := c.nc.Request(tool, []byte(body), 3*time.Second)
-	if err != nil {
-		t.Fatalf("%s calling %s: %v (violations: %v)", c.user, tool, err, c.seen())
-	}
-	if !strings.HasSuffix(string(reply.Data), " answers "+body) {
-		t.Fatalf("%s called %s and got %q, not the tool's answer", c.user, tool, reply.Data)
-	}
-	c.sawNoViolation(t)
+	must(t, c.CallsAndIsAnswered(tool, payload(t, tool)))
 }
 
 // receives requires the wanted body to arrive on sub.
 func receives(t *testing.T, sub *nats.Subscription, want string) {
 	t.Helper()
-	for {
-		m, err := sub.NextMsg(3 * time.Second)
-		if err != nil {
-			t.Fatalf("nothing arrived on %s: %v", sub.Subject, err)
-		}
-		if string(m.Data) == want {
-			return
-		}
-	}
+	must(t, principal.Receives(sub, want, principal.Wait))
 }
 
 // receivesNothing requires nothing to arrive on sub. Called after a refusal was already proven by
 // its violation, so the short wait only catches a message the server let through anyway.
 func receivesNothing(t *testing.T, sub *nats.Subscription) {
 	t.Helper()
-	if m, err := sub.NextMsg(200 * time.Millisecond); err == nil {
-		t.Fatalf("%q arrived on %s", m.Data, sub.Subject)
-	}
+	must(t, principal.ReceivesNothing(sub, 200*time.Millisecond))
 }
 
 // isRefusedPublishing publishes on subject and requires the server's violation for it.
 func (c *client) isRefusedPublishing(t *testing.T, subject string) {
 	t.Helper()
-	if err := c.nc.Publish(subject, []byte(payload(t, subject))); err != nil {
-		t.Fatal(err)
-	}
-	c.refused(t, "Publish", subject)
+	must(t, c.IsRefusedPublishing(subject, payload(t, subject)))
 }
 
 // isRefusedRequesting sends a request on subject with a reply to the user's own inbox (a pull, an
 // API call) and requires the server's violation for it — not merely no answer.
 func (c *client) isRefusedRequesting(t *testing.T, subject string) {
 	t.Helper()
-	if err := c.nc.PublishRequest(subject, c.nc.NewInbox(), []byte("{}")); err != nil {
-		t.Fatal(err)
-	}
-	c.refused(t, "Publish", subject)
+	must(t, c.IsRefusedRequesting(subject))
 }
 
 // isRefusedSubscribing subscribes subject and requires the server's violation for it.
 func (c *client) isRefusedSubscribing(t *testing.T, subject string) {
 	t.Helper()
-	if _, err := c.nc.SubscribeSync(subject); err != nil {
-		t.Fatal(err)
-	}
-	c.refused(t, "Subscription", subject)
+	must(t, c.IsRefusedSubscribing(subject))
 }
 
 // isRefusedQueueSubscribing subscribes subject in queue group queue and requires the server's
 // violation for it.
 func (c *client) isRefusedQueueSubscribing(t *testing.T, subject, queue string) {
 	t.Helper()
-	if _, err := c.nc.QueueSubscribeSync(subject, queue); err != nil {
-		t.Fatal(err)
-	}
-	c.violated(t, fmt.Sprintf("Permissions Violation for Subscription to %q using queue %q", subject, queue),
-		"subscription on "+subject+" in queue group "+queue)
+	must(t, c.IsRefusedQueueSubscribing(subject, queue))
 }
 
 // refused waits for the server's "Permissions Violation for <op> to "<subject>"" on this
-// connection. The server sends it before the PONG that ends Flush; the error handler runs on the
-// client's own goroutine a moment later, hence the short wait.
+// connection; op is "Publish" or "Subscription".
 func (c *client) refused(t *testing.T, op, subject string) {
 	t.Helper()
-	c.violated(t, fmt.Sprintf("Permissions Violation for %s to %q", op, subject), strings.ToLower(op)+" on "+subject)
+	must(t, c.Refused(principal.Op(op), subject))
 }
 
 // violated waits for a violation containing want on this connection; what says what was refused.
 func (c *client) violated(t *testing.T, want, what string) {
 	t.Helper()
-	if err := c.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	testwait.ForNil(t, fmt.Sprintf("the server to refuse %s %s", c.user, what), 3*time.Second, func() error {
-		c.mu.Lock()
-		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
-		if i >= 0 {
-			c.violations = slices.Delete(c.violations, i, i+1)
-		}
-		c.mu.Unlock()
-		if i < 0 {
-			return fmt.Errorf("violations seen: %v", c.seen())
-		}
-		return nil
-	})
+	must(t, c.Violated(want, what, principal.Wait))
 }
 
-// sawNoViolation requires that the server never refused this connection anything. The server
-// writes a violation before the PONG that ends Flush, and the client records it as the
-// connection's last error while reading, so after Flush LastError is complete.
+// sawNoViolation requires that the server never refused this connection anything.
 func (c *client) sawNoViolation(t *testing.T) {
 	t.Helper()
-	if err := c.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
-		t.Fatalf("%s was refused: %v (all violations: %v)", c.user, err, c.seen())
-	}
-	if v := c.seen(); len(v) > 0 {
-		t.Fatalf("%s was refused: %v", c.user, v)
-	}
+	must(t, c.SawNoViolation())
 }
 
-func (c *client) seen() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.violations)
+func (c *client) seen() []string { return c.Seen() }
+
+// must ends the test at a try that failed.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

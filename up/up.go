@@ -191,7 +191,20 @@ func (b *Bus) Controller() apply.Endpoint {
 // catalogue is what it is for, and a state directory that could not start again after a limit
 // changed would have to be deleted, which loses everything. Dropped says which changes did.
 func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
-	bus, err := apply.Connect(b.Controller())
+	return applyAs(ctx, b.Controller(), b.plan, b.record)
+}
+
+// ApplyAs reads the bus as the endpoint's user, with that user's own grants and nothing more,
+// and asserts plan, making the changes that drop stored messages too (Apply says why a local bus
+// may); it returns what it found to change. `meshc verify` applies a golden plan.json to its
+// throwaway server the same way.
+func ApplyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change.Changes, error) {
+	return applyAs(ctx, e, plan, nil)
+}
+
+// applyAs is ApplyAs, then after (when set) on the same connection: the record of the accounts.
+func applyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan, after func(context.Context, jetstream.JetStream) error) (change.Changes, error) {
+	bus, err := apply.Connect(e)
 	if err != nil {
 		return change.Changes{}, err
 	}
@@ -205,7 +218,7 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 	if err != nil {
 		return change.Changes{}, err
 	}
-	changes := change.Diff(live, b.plan, change.DiffOptions{})
+	changes := change.Diff(live, plan, change.DiffOptions{})
 	js, err := bus.JetStream()
 	if err != nil {
 		return changes, err
@@ -215,7 +228,10 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 			return changes, err
 		}
 	}
-	return changes, b.record(ctx, js)
+	if after == nil {
+		return changes, nil
+	}
+	return changes, after(ctx, js)
 }
 
 // Dropped says, one line a change, what an apply changed by dropping stored messages.
@@ -310,6 +326,12 @@ func (b *Bus) record(ctx context.Context, js jetstream.JetStream) error {
 // docs/nats.md, "Includes and variables"). Port 0 is a free one.
 func WriteServerConf(stateDir string, port int, extra string) (string, error) {
 	return writeServerConf(stateDir, port, extra, emit.AccountsFile)
+}
+
+// WriteServerConfIncluding is WriteServerConf including another file than the accounts file:
+// in operator mode, the server's trust in an operator.
+func WriteServerConfIncluding(stateDir string, port int, extra, include string) (string, error) {
+	return writeServerConf(stateDir, port, extra, include)
 }
 
 // writeServerConf is WriteServerConf including another file: in operator mode, the operator's.

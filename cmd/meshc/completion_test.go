@@ -45,8 +45,11 @@ func TestBashCompletionCompletes(t *testing.T) {
 	if got := complete("meshc", "plan", "--inbox"); got != "--inbox-prefix" {
 		t.Errorf("meshc plan --inbox<TAB> = %q", got)
 	}
-	if got := complete("meshc", "help", "ve"); got != "version" {
-		t.Errorf("meshc help ve<TAB> = %q", got)
+	if got := complete("meshc", "help", "vers"); got != "version" {
+		t.Errorf("meshc help vers<TAB> = %q", got)
+	}
+	if got := complete("meshc", "verify", "--cred"); got != "--credentials" {
+		t.Errorf("meshc verify --cred<TAB> = %q", got)
 	}
 	// Values, from the commands' own tables: a flag's formats, explain's rule ids, and the
 	// catalogue's own modules and users, asked of meshc as the user types.

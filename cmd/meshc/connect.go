@@ -52,9 +52,7 @@ by environment: NATS_URL, NATS_USER=mesh-controller and NATS_PASSWORD are enough
 `
 
 func (c *connectFlags) register(fs *flag.FlagSet) {
-	c.flags = fs
-	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
-	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
+	c.registerWhere(fs)
 	fs.StringVar(&c.User, "user", "", "username")
 	fs.StringVar(&c.Password, "password", "", "password")
 	fs.StringVar(&c.Token, "token", "", "authentication token")
@@ -62,16 +60,25 @@ func (c *connectFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.NKey, "nkey", "", "nkey seed `FILE`")
 	fs.StringVar(&c.JWT, "jwt", "", "user `JWT`")
 	fs.StringVar(&c.Seed, "seed", "", "the user JWT's `SEED`")
-	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
-	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
-	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
-	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
-	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
 	fs.StringVar(&c.JSDomain, "js-domain", "", "JetStream `DOMAIN`")
 	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", "", "JetStream API `PREFIX`")
 	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "inbox `PREFIX`")
 	fs.StringVar(&c.ConnectionName, "connection-name", "", "connection `NAME`")
 	fs.StringVar(&c.Context, "context", "", "NATS CLI context `NAME` or file")
+}
+
+// registerWhere registers the flags that say where the bus is and how to reach it, and not who to
+// be: verify connects as each principal with the credentials --credentials holds, never as one
+// user.
+func (c *connectFlags) registerWhere(fs *flag.FlagSet) {
+	c.flags = fs
+	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
+	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
+	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
+	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
+	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
+	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
+	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
 }
 
 // fromEnvironment fills each setting no flag gave from its NATS_* variable, through the flag

@@ -62,15 +62,18 @@ func init() {
 		"mint":       {"mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves", runMint, nil},
 		"operator":   {"make the operator of a mesh with auth: operator: its keys, and the servers' configuration", runOperator, nil},
 		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan, nil},
+		"status":     {"say what the live bus holds per machine and module: connected, consumers behind, objects as planned", runStatus, nil},
 		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp, nil},
 		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},
 		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
 		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion, []string{"bash zsh fish"}},
 		"context":    {"write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked", runContext, []string{"@users"}},
 		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan, []string{"@users", "pub sub"}},
+		"export":     {"write the catalogue as another tool's document: an AsyncAPI 3.0 one", runExport, []string{"asyncapi"}},
 		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
 		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
 		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema, nil},
+		"verify":     {"prove least privilege on a real server: the golden files on a throwaway one, or a live bus", runVerify, nil},
 		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan, []string{"pub sub"}},
 	} {
 		commands[name] = c

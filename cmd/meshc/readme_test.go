@@ -24,8 +24,13 @@ func TestREADMERuleTableMatchesTheRules(t *testing.T) {
 	for _, r := range lint.Rules {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, r.Severity, r.Summary, strings.ReplaceAll(r.Why, "|", `\|`))
 	}
-	want := b.String()
+	generatedInREADME(t, begin, end, b.String(), "the README's rule table is stale; run `go test ./cmd/meshc -run TestREADME -update-readme`")
+}
 
+// generatedInREADME requires the README's text between begin and end to be want, and rewrites it
+// with -update-readme; stale is what to say when it differs.
+func generatedInREADME(t *testing.T, begin, end, want, stale string) {
+	t.Helper()
 	data, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +38,9 @@ func TestREADMERuleTableMatchesTheRules(t *testing.T) {
 	readme := string(data)
 	i, j := strings.Index(readme, begin), strings.Index(readme, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no rule table between %q and %q", begin, end)
+		t.Fatalf("README.md has no generated text between %q and %q", begin, end)
 	}
-	got := readme[i+len(begin) : j]
-	if got == want {
+	if readme[i+len(begin):j] == want {
 		return
 	}
 	if *updateREADME {
@@ -45,7 +49,7 @@ func TestREADMERuleTableMatchesTheRules(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("the README's rule table is stale; run `go test ./cmd/meshc -run TestREADME -update-readme`")
+	t.Error(stale)
 }
 
 // Every ref of meshc the documentation tells a user to name — `meshc-dev/meshc@REF` in a
