@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"maps"
 	"slices"
 	"strings"
 )
@@ -30,6 +29,8 @@ import (
 // it takes from them.
 type Account struct {
 	Name string
+	// Kind is whose the account is: the mesh's, a module's, one principal's, or a tool hub.
+	Kind AccountKind
 	// JetStream is true for the mesh's account alone: a module's account with JetStream of its
 	// own would answer its users' pulls and info requests from an empty store (docs/nats.md,
 	// "Traps").
@@ -43,6 +44,40 @@ type Account struct {
 	// JetStream, what it stores (limits.go).
 	Limits          AccountLimits
 	JetStreamLimits JetStreamLimits
+}
+
+// AccountKind is whose an account is, recorded when the account is derived so no pass reads it
+// back out of the account's name or shape.
+type AccountKind string
+
+const (
+	// AccountMesh is the mesh's own account: JetStream and the controller, and in one account
+	// every user.
+	AccountMesh AccountKind = "mesh"
+	// AccountModule is a module's, shared by its instances.
+	AccountModule AccountKind = "module"
+	// AccountNode, AccountEnrolment and AccountPerson are one principal's, named like its user.
+	AccountNode      AccountKind = "node"
+	AccountEnrolment AccountKind = "enrolment"
+	AccountPerson    AccountKind = "person"
+	// AccountHub is a tool hub of operator mode: no users, every tool of its share of the
+	// serving accounts (compiler/operator.go).
+	AccountHub AccountKind = "hub"
+)
+
+// accountKind is the kind of the account a user of kind k lives in, with an account per module.
+func accountKind(k UserKind) AccountKind {
+	switch k {
+	case KindModule:
+		return AccountModule
+	case KindNode:
+		return AccountNode
+	case KindEnrolment:
+		return AccountEnrolment
+	case KindPerson:
+		return AccountPerson
+	}
+	return AccountMesh
 }
 
 // ExportKind says how a subject crosses from one account to another.
@@ -65,6 +100,10 @@ type Export struct {
 	// "Traps").
 	ResponseStream bool
 	Accounts       []string
+	// Module is the module whose tool this is, "" for any other subject: recorded as derived,
+	// so the JWT form, which exports and imports a module's tools as one wildcard, never reads
+	// it back out of the subject.
+	Module string
 }
 
 // Import is one subject an account takes from another, always naming the account it comes from.
@@ -72,6 +111,8 @@ type Import struct {
 	Kind    ExportKind
 	Subject string
 	Account string
+	// Module is the module whose tools this brings, "" for any other subject (see Export).
+	Module string
 }
 
 // meshExport is one subject kind the mesh's account exports. One wildcard per kind, imported by
@@ -112,9 +153,6 @@ func meshExportFor(kind ExportKind, subject string) int {
 
 // jetStreamInfoExport is the mesh export every account imports.
 var jetStreamInfoExport = meshExportFor(ServiceExport, JetStreamInfo)
-
-// isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool).
-func isTool(subject string) bool { return Covers(everyTool, subject) }
 
 // accountOf is the account a user other than the controller lives in: its module's for a module
 // instance, its own for every other principal.
@@ -162,23 +200,8 @@ func (c *compilation) isolate() {
 		}
 	}
 
-	// Who serves each tool: the account of the module serving it.
-	servers := map[string]string{}
-	for i := range p.Users {
-		u := &p.Users[i]
-		if u.Kind != KindModule {
-			continue
-		}
-		for _, s := range u.Subscribe.Allow {
-			if subject, _ := SplitQueue(s); isTool(subject) {
-				servers[subject] = u.Account
-			}
-		}
-	}
-	tools := slices.Sorted(maps.Keys(servers))
-
 	// The accounts in order of their first user, each with its users.
-	mesh := Account{Name: p.Account, JetStream: true}
+	mesh := Account{Name: p.Account, Kind: AccountMesh, JetStream: true}
 	// Sized once: an account is a few hundred bytes, and there are thousands.
 	naccounts := len(moduleAccounts) + others
 	accounts := make([]Account, 0, naccounts)
@@ -194,7 +217,7 @@ func (c *compilation) isolate() {
 		if !ok {
 			k = len(accounts)
 			at[u.Account] = k
-			accounts = append(accounts, Account{Name: u.Account})
+			accounts = append(accounts, Account{Name: u.Account, Kind: accountKind(u.Kind)})
 			members = append(members, nil)
 		}
 		accounts[k].Users = append(accounts[k].Users, u.Name)
@@ -219,30 +242,21 @@ func (c *compilation) isolate() {
 			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
 			fromMesh[k][e] = true
 		}
-		fromServer := func(tool string) {
-			server, ok := servers[tool]
-			if !ok || server == a.Name {
-				return // nobody serves it, or its own module does: served in this account
-			}
-			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
-			fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
-		}
 		for _, i := range members[k] {
 			u := &p.Users[i]
+			// A call to a tool nobody running serves imports nothing, and one to its own
+			// module's tool is served in this account.
+			for _, t := range c.called(u) {
+				if t.Account != a.Name {
+					a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: t.Subject, Account: t.Account, Module: t.Module})
+					fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
+				}
+			}
+			// Every other grant reaching the mesh's account is an import of the export of its
+			// kind; a tool is in none of them.
 			for _, s := range u.Publish.Allow {
-				switch {
-				case isTool(s) && !strings.ContainsAny(s, "*>"):
-					fromServer(s)
-				case isTool(s):
-					for _, t := range tools {
-						if Covers(s, t) {
-							fromServer(t)
-						}
-					}
-				default:
-					if e := meshExportFor(ServiceExport, s); e >= 0 {
-						importFromMesh(ServiceExport, s, e)
-					}
+				if e := meshExportFor(ServiceExport, s); e >= 0 {
+					importFromMesh(ServiceExport, s, e)
 				}
 			}
 			for _, s := range u.Subscribe.Allow {
@@ -293,7 +307,7 @@ func (c *compilation) isolate() {
 	inParallel(len(accounts), func(i int) {
 		a := &accounts[i]
 		for tool, to := range callers[a.Name] {
-			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to)})
+			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to), Module: c.servedTool(tool).Module})
 		}
 		slices.SortFunc(a.Exports, func(x, y Export) int { return strings.Compare(x.Subject, y.Subject) })
 		slices.SortFunc(a.Imports, func(x, y Import) int {

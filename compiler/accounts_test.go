@@ -97,21 +97,21 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 				continue // answers inside the account: to calls that crossed into it, to siblings
 			}
 			if !isTool(s) {
-				want = append(want, Import{ServiceExport, s, p.Account})
+				want = append(want, Import{Kind: ServiceExport, Subject: s, Account: p.Account})
 				continue
 			}
 			for tool, server := range served {
 				if Covers(s, tool) && server != u.Account {
-					want = append(want, Import{ServiceExport, tool, server})
+					want = append(want, Import{Kind: ServiceExport, Subject: tool, Account: server, Module: strings.Split(tool, ".")[2]})
 				}
 			}
 		}
 		for _, s := range u.Subscribe.Allow {
 			if strings.HasPrefix(s, "_DELIVER.") || strings.HasPrefix(s, "_INBOX.enrol.") {
-				want = append(want, Import{StreamExport, s, p.Account})
+				want = append(want, Import{Kind: StreamExport, Subject: s, Account: p.Account})
 			}
 		}
-		wants[u.Account] = append(want, Import{ServiceExport, JetStreamInfo, p.Account})
+		wants[u.Account] = append(want, Import{Kind: ServiceExport, Subject: JetStreamInfo, Account: p.Account})
 	}
 	importers := map[string]map[string][]string{} // source account → subject → importers
 	for _, a := range p.Accounts[1:] {
@@ -145,9 +145,9 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	// Spot checks against the proof's catalogue, written out.
 	alice := account(t, p, "person.alice")
 	if diff := cmp.Diff([]Import{
-		{ServiceExport, JetStreamInfo, "proof"},
-		{ServiceExport, "mesh.mod.catalog.tool.lookup", "mod.catalog"},
-		{ServiceExport, "mesh.mod.registry.tool.prune", "mod.registry"},
+		{Kind: ServiceExport, Subject: JetStreamInfo, Account: "proof"},
+		{Kind: ServiceExport, Subject: "mesh.mod.catalog.tool.lookup", Account: "mod.catalog", Module: "catalog"},
+		{Kind: ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.registry", Module: "registry"},
 	}, alice.Imports); diff != "" {
 		t.Errorf("alice (may call every tool) imports every served tool from its server:\n%s", diff)
 	}
@@ -175,7 +175,7 @@ func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]Import{{ServiceExport, lookup, "mod.catalog"}}, imports("mod.notifier")); diff != "" {
+	if diff := cmp.Diff([]Import{{Kind: ServiceExport, Subject: lookup, Account: "mod.catalog", Module: "catalog"}}, imports("mod.notifier")); diff != "" {
 		t.Errorf("notifier imports lookup from catalog's account:\n%s", diff)
 	}
 	if got := imports("mod.catalog"); len(got) != 0 {
@@ -185,7 +185,7 @@ func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 	if !slices.Equal(catalog.Users, []string{"mod.anchor.catalog", "mod.laptop.catalog"}) {
 		t.Errorf("catalog's account holds %v, want both instances", catalog.Users)
 	}
-	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.notifier"}}}, catalog.Exports); diff != "" {
+	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.notifier"}, Module: "catalog"}}, catalog.Exports); diff != "" {
 		t.Errorf("catalog's account exports its tool to its callers' accounts:\n%s", diff)
 	}
 }

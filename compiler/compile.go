@@ -88,8 +88,9 @@ func (c *compilation) compile() {
 	// tools they serve are derived for findings too.
 	accounts := !c.findingsOnly || c.plan.Operator != nil
 	if accounts {
+		c.serveTools()
 		c.isolate()
-		c.servedTools()
+		c.toolCallers()
 	}
 	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
@@ -113,6 +114,8 @@ type compilation struct {
 	users map[string]catalogue.Pos
 	// findingsOnly derives what the findings need, not the whole plan (Findings).
 	findingsOnly bool
+	// toolAt maps each served tool's subject to its place in the plan's Tools (serveTools).
+	toolAt map[string]int
 }
 
 // addUser finishes a user and admits it.
@@ -359,9 +362,14 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 	}
 	var selfCall *catalogue.Text
+	var called []string
+	if len(m.Calls) > 0 {
+		called = make([]string, 0, len(m.Calls))
+	}
 	for i, call := range m.Calls {
 		module, tool := Call(call.Value)
 		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
+		called = append(called, Tool(module, tool))
 		if module == name && selfCall == nil {
 			selfCall = &m.Calls[i]
 		}
@@ -399,6 +407,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		// One reply to a request it actually received: only a module that serves a tool, in
 		// one account, answers this way.
 		AllowResponses: len(responses) > 0,
+		calls:          called,
 	}
 }
 
@@ -414,13 +423,17 @@ func (c *compilation) people() {
 	slices.SortStableFunc(people, func(a, b *catalogue.Person) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
 	for _, p := range people {
 		var pub, sub granted
+		var called []string
+		every := false
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", Tool("*", "*"))
+				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", everyTool)
+				every = true
 				continue
 			}
 			module, tool := Call(t.Value)
 			pub.addOf(module, t.Pos, "may-call "+t.Value, calls(module, tool), Tool(module, tool))
+			called = append(called, Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
 		sub.add(p.Name.Pos, "its own inbox", ownInbox, Inbox(user))
@@ -428,6 +441,7 @@ func (c *compilation) people() {
 			Name: user, Kind: KindPerson, Source: p.Name.Pos,
 			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 			Grants: Grants{Publish: pub, Subscribe: sub},
+			calls:  called, callsEvery: every,
 		})
 	}
 }

@@ -69,7 +69,7 @@ func (c *compilation) limits() {
 	}
 	js := c.jetStreamLimits(l)
 	if len(p.Accounts) == 0 {
-		p.shared = Account{Name: p.Account, JetStream: true, Users: make([]string, len(p.Users))}
+		p.shared = Account{Name: p.Account, Kind: AccountMesh, JetStream: true, Users: make([]string, len(p.Users))}
 		for i, u := range p.Users {
 			p.shared.Users[i] = u.Name
 		}
@@ -107,7 +107,7 @@ func (p *Plan) MeshAccount() *Account {
 	if !p.shared.JetStream {
 		// A plan not from the compiler (read back from plan.json, or made by a test): the mesh's
 		// account with no limits derived. A new one, never stored: renderers read a plan at once.
-		return &Account{Name: p.Account, JetStream: true}
+		return &Account{Name: p.Account, Kind: AccountMesh, JetStream: true}
 	}
 	return &p.shared
 }

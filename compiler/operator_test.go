@@ -18,7 +18,12 @@ import (
 // one per account and one signing key per user.
 func operatorPlan(t *testing.T, isolation string) *Plan {
 	t.Helper()
-	p := compileIsolated(t, "../proof/testdata/proof.txtar", isolation)
+	c, loaded := cataloguetest.Load(t, "../proof/testdata/proof.txtar")
+	if len(loaded) > 0 {
+		t.Fatalf("the test catalogue does not load cleanly: %v", loaded)
+	}
+	c.Mesh.Isolation.Value, c.Mesh.Auth.Value = isolation, catalogue.AuthOperator
+	p, _ := Compile(catalogue.NewIndex(c))
 	key := func(create func() (nkeys.KeyPair, error)) string {
 		kp, err := create()
 		if err != nil {
@@ -91,8 +96,8 @@ func TestClaimsSayWhatTheAccountsFileSays(t *testing.T) {
 				// Exports: the plan's, a module's tools as one wildcard; nothing else.
 				for _, e := range a.Exports {
 					want := e.Subject
-					if m := toolModule(e.Subject); m != "" {
-						want = Tool(m, "*")
+					if e.Module != "" {
+						want = Tool(e.Module, "*")
 					}
 					i := slices.IndexFunc(ac.Exports, func(x *jwt.Export) bool { return string(x.Subject) == want })
 					if i < 0 {
@@ -333,10 +338,12 @@ func TestToolHubs(t *testing.T) {
 	// Many serving accounts: several hubs, none over its share, each serving account in one.
 	var plain []Account
 	for i := range 2*HubShare + 10 {
-		plain = append(plain, Account{Name: fmt.Sprintf("mod.n.m%d", i), Exports: []Export{{Kind: ServiceExport, Subject: Tool(fmt.Sprintf("m%d", i), "t")}}})
+		m := fmt.Sprintf("m%d", i)
+		plain = append(plain, Account{Name: "mod.n." + m, Kind: AccountModule, Exports: []Export{{Kind: ServiceExport, Subject: Tool(m, "t"), Module: m}}})
 	}
-	big := &Plan{Account: "big", Accounts: append([]Account{{Name: "big", JetStream: true}, {Name: "person.root", Users: []string{"person.root"}}}, plain...),
-		Users: []User{{Name: "person.root", Publish: Permission{Allow: []string{everyTool}}}}}
+	big := &Plan{Account: "big", Accounts: append([]Account{{Name: "big", Kind: AccountMesh, JetStream: true}, {Name: "person.root", Kind: AccountPerson, Users: []string{"person.root"}}}, plain...),
+		Users: []User{{Name: "person.root", Kind: KindPerson, Publish: Permission{Allow: []string{everyTool}}, callsEvery: true}}}
+	big.Hubs = big.toolHubs()
 	accounts := big.jwtAccounts(big.usersByName())
 	hubOf := map[string]string{}
 	hubs := 0
@@ -362,7 +369,8 @@ func TestToolHubs(t *testing.T) {
 	if len(root.Imports) != 3 {
 		t.Errorf("person.root imports %v, want every tool from each of the 3 hubs", root.Imports)
 	}
-	big.Accounts = append(big.Accounts, Account{Name: "mod.n.new", Exports: []Export{{Kind: ServiceExport, Subject: Tool("new", "t")}}})
+	big.Accounts = append(big.Accounts, Account{Name: "mod.n.new", Kind: AccountModule, Exports: []Export{{Kind: ServiceExport, Subject: Tool("new", "t"), Module: "new"}}})
+	big.Hubs = big.toolHubs()
 	moved := 0
 	for _, a := range big.jwtAccounts(big.usersByName()) {
 		for _, i := range a.Imports {

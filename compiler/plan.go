@@ -31,6 +31,9 @@ type Plan struct {
 	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
 	// may call it: what a tool server checks a caller against.
 	Tools []ServedTool
+	// Hubs are, in operator mode, the tool hubs through which an account whose users may call
+	// every tool reaches them (compiler/operator.go), derived once, sorted by name.
+	Hubs []Account
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 	// Operator is set when the mesh runs in operator mode (auth: operator): the recorded public
@@ -186,6 +189,13 @@ type User struct {
 	// SigningKey is the recorded public key of the user's own scoped signing key in operator
 	// mode, or "": its account's JWT lists it with the user's permissions as its template.
 	SigningKey string
+
+	// calls are the subjects of the tools the user's declarations name one by one (a module's
+	// `calls`, a person's `may-call`), and callsEvery is a person's `may-call: ["*"]`: recorded
+	// as derived, so the passes that connect callers to served tools never read them back out of
+	// the user's grants.
+	calls      []string
+	callsEvery bool
 }
 
 // Credential is what the server checks the user by: its recorded hash or public key, "" when

@@ -137,3 +137,7 @@ func intended(u *User, g string, l listened) bool {
 	}
 	return false
 }
+
+// isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool): what a
+// test reads a grant as, never the compiler.
+func isTool(subject string) bool { return Covers(everyTool, subject) }
