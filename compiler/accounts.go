@@ -13,17 +13,21 @@ import (
 // pull's messages onto another module's tool, a tool's answer into a seat's work queue, an empty
 // answer into the JetStream API. Across accounts the server rewrites every reply that travels
 // through an import, so none of that lands. In this mode the mesh's account keeps JetStream and
-// the controller — an existing bus keeps its streams and consumers — every module gets one
-// account its instances share, and every other user one named like the user. An answer that
-// arrives in an account follows the account's imports without a per-user check, so an account
-// imports exactly its users' grants, no more (docs/nats.md, "What accounts do not block").
+// the controller — an existing bus keeps its streams and consumers — and every other user gets an
+// account of its own named like the user, a module's instances included; the serving users of a
+// module's instances share one account, the module's, from which every caller imports its tools.
+// An answer that arrives in an account follows the account's imports without a per-user check,
+// so an account imports exactly its users' grants, no more (docs/nats.md, "What accounts do not
+// block").
 //
-// A module's instances share its account because a subject imported from several accounts is
-// delivered to every one of them: a call to a tool imported from each instance's account was
-// served by every instance, and an instance calling its own module's tool imported it from its
-// sibling, which imported it back, a cycle the server refuses to load. What the sharing costs —
-// siblings share the imports of each other's consumers — is measured by the permission proof and
-// said in docs/nats.md, "One account per module".
+// Why the tools apart: a subject imported from several accounts is delivered to every one of
+// them, so a tool served from each instance's account was served by every instance; served from
+// one account, the serving users' queue subscriptions compete there and each call is served
+// once. Why an account per instance: instances sharing an account share its imports and receive
+// whatever an answer brings into it, so one instance could aim the answer to any request it made
+// — its own call to its module's tool, answered by itself — at its sibling's pull inbox, or a
+// pull's messages at its sibling's consumer (docs/nats.md, "An account per instance, the tools
+// apart").
 
 // Account is one account of an isolated mesh: its users, what it offers other accounts and what
 // it takes from them.
@@ -54,9 +58,11 @@ const (
 	// AccountMesh is the mesh's own account: JetStream and the controller, and in one account
 	// every user.
 	AccountMesh AccountKind = "mesh"
-	// AccountModule is a module's, shared by its instances.
+	// AccountModule is a module's: its tools, served by its instances' serving users.
 	AccountModule AccountKind = "module"
-	// AccountNode, AccountEnrolment and AccountPerson are one principal's, named like its user.
+	// AccountInstance, AccountNode, AccountEnrolment and AccountPerson are one principal's,
+	// named like its user: a module's instance, a machine, an enrolling machine, a person.
+	AccountInstance  AccountKind = "instance"
 	AccountNode      AccountKind = "node"
 	AccountEnrolment AccountKind = "enrolment"
 	AccountPerson    AccountKind = "person"
@@ -68,8 +74,10 @@ const (
 // accountKind is the kind of the account a user of kind k lives in, with an account per module.
 func accountKind(k UserKind) AccountKind {
 	switch k {
-	case KindModule:
+	case KindServer:
 		return AccountModule
+	case KindModule:
+		return AccountInstance
 	case KindNode:
 		return AccountNode
 	case KindEnrolment:
@@ -154,24 +162,24 @@ func meshExportFor(kind ExportKind, subject string) int {
 // jetStreamInfoExport is the mesh export every account imports.
 var jetStreamInfoExport = meshExportFor(ServiceExport, JetStreamInfo)
 
-// accountOf is the account a user other than the controller lives in: its module's for a module
-// instance, its own for every other principal.
+// accountOf is the account a user other than the controller lives in: its module's for a
+// serving user, its own for every other principal.
 func accountOf(u *User) string {
-	if u.Kind == KindModule {
+	if u.Kind == KindServer {
 		return ModuleAccount(u.Module)
 	}
 	return AccountName(u.Name)
 }
 
-// isolate derives the accounts of a mesh with an account per module from the users' own
+// isolate derives the accounts of a mesh with an account per principal from the users' own
 // permissions, which are left as they are: each import is one of its users' grants, and each
 // grant that reaches another account is an import. A grant nothing serves (a call to a tool no
 // running module serves) imports nothing, as in one account it reaches nobody.
 //
-// A module's instances share its account: their queue subscriptions to its tools compete there,
-// so a call is served by one instance, and an instance calling its own module's tool reaches it
-// without an import (an import from a sibling's account, and the sibling's back, is a cycle the
-// server refuses). Callers import each tool from the one account serving it.
+// A module's serving users share its account: their queue subscriptions to its tools compete
+// there, so a call is served by one instance. Every caller imports each tool from that one
+// account, a module's own instances too: the module's account imports nothing, so no import
+// comes back in a cycle.
 func (c *compilation) isolate() {
 	p := c.plan
 	for i := range p.Users {
@@ -180,14 +188,14 @@ func (c *compilation) isolate() {
 	if !c.ix.Catalogue.Mesh.PerModule() {
 		return
 	}
-	// One account name per module, not one string per instance.
+	// One account name per module, not one string per serving user.
 	moduleAccounts := map[string]string{}
 	others := 0 // accounts of one user each
 	for i := range p.Users {
 		u := &p.Users[i]
 		switch {
 		case u.Kind == KindController:
-		case u.Kind == KindModule:
+		case u.Kind == KindServer:
 			a, ok := moduleAccounts[u.Module]
 			if !ok {
 				a = accountOf(u)
@@ -244,8 +252,8 @@ func (c *compilation) isolate() {
 		}
 		for _, i := range members[k] {
 			u := &p.Users[i]
-			// A call to a tool nobody running serves imports nothing, and one to its own
-			// module's tool is served in this account.
+			// A call to a tool nobody running serves imports nothing; a tool is served in an
+			// account where nobody calls (its module's serving users').
 			for _, t := range c.called(u) {
 				if t.Account != a.Name {
 					a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: t.Subject, Account: t.Account, Module: t.Module})

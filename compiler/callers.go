@@ -14,12 +14,12 @@ type ServedTool struct {
 	Subject string `json:"subject"`
 	Module  string `json:"module"`
 	Queue   string `json:"queue"`
-	// Account is where the tool is served: its module's account with an account per module, the
-	// mesh's otherwise.
+	// Account is where the tool is served: its module's account with an account per principal,
+	// holding the module's serving users alone; the mesh's otherwise.
 	Account string `json:"account"`
-	// Callers are the accounts whose users may call it, sorted: with an account per module each
-	// caller module's and person's account (the serving module's own when it calls itself); in
-	// one account, that account.
+	// Callers are the accounts whose users may call it, sorted: with an account per principal
+	// each calling module instance's and person's (the serving module's own instances when it
+	// calls itself); in one account, that account.
 	Callers []string `json:"callers"`
 	// Hubs are, in operator mode, the tool hubs a call may reach it through (docs/nats.md,
 	// "Operator mode at scale"): a person who may call every tool calls through a hub. A hub has
@@ -38,9 +38,9 @@ const RequestInfoHeader = "Nats-Request-Info"
 
 // Caller says which account a call to the tool came from, given the call's reply subject and its
 // Nats-Request-Info header, or why the call proves no caller. The server vouches for the header's
-// `acc` on one hop only: a call that crossed a second import (a tool server answering with a
-// reply that is itself an import of the requester's account) keeps whatever `acc` the message
-// already carried, and the server then sets `svc`. So:
+// `acc` on one hop only: a call that crossed a second import (an answer, carrying a reply, that
+// landed on a subject its requester's account imports) keeps whatever `acc` the message already
+// carried, and the server then sets `svc`. So:
 //
 //   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
 //     caller is the header's `acc`, and only when `svc` is empty; a client cannot give an `_R_`
@@ -48,8 +48,9 @@ const RequestInfoHeader = "Nats-Request-Info"
 //   - or when `svc` is one of the tool's Hubs (operator mode): the call crossed two imports, the
 //     first into a hub, where no user can publish, so its `acc` was stamped at that first hop;
 //   - a call with any other reply was made inside the tool's account, where no import stamped
-//     it: its caller is that account (a sibling instance, or in one account anyone), whatever
-//     header it carries;
+//     it: in one account its caller is that account, whoever made it and whatever header it
+//     carries; with an account per principal the tool's account holds its module's serving users
+//     alone, who call nothing, so such a call is refused;
 //   - a call with no reply is refused: nothing tells it from one made inside the account with a
 //     header of its own.
 //
@@ -61,6 +62,9 @@ func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 	case reply == "":
 		return "", fmt.Errorf("a call to %s with no reply proves no caller: answer only calls with a reply", t.Subject)
 	case !strings.HasPrefix(reply, ServiceRepliesPrefix):
+		if !slices.Contains(t.Callers, t.Account) {
+			return "", fmt.Errorf("a call to %s with a reply of its own was made inside %s, where no user calls it: refuse it (every caller's call crosses an import and carries the server's reply)", t.Subject, t.Account)
+		}
 		account = t.Account
 	case requestInfo == "":
 		return "", fmt.Errorf("a call to %s came through an import without a %s header: refuse it (the server stamps every call it carries across accounts)", t.Subject, RequestInfoHeader)

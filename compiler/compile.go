@@ -251,8 +251,11 @@ func (c *compilation) machines() {
 	for i, n := range nodes {
 		at[i+1] = at[i] + 1
 		for _, r := range n.Runs {
-			if c.ix.Modules[r.Value] != nil {
+			if m := c.ix.Modules[r.Value]; m != nil {
 				at[i+1]++
+				if len(m.Tools) > 0 {
+					at[i+1]++ // its serving user
+				}
 			}
 		}
 	}
@@ -283,7 +286,8 @@ func (c *compilation) machines() {
 }
 
 // machine derives one machine's users, finished, into users: its host agent's, then one per
-// module it runs that has a manifest, in module name order.
+// module it runs that has a manifest, in module name order, each followed by its serving user
+// when the module serves tools.
 func (c *compilation) machine(n *catalogue.Node, users []User) {
 	name := n.Name.Value
 	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
@@ -304,11 +308,16 @@ func (c *compilation) machine(n *catalogue.Node, users []User) {
 		if m := c.ix.Modules[r.Value]; m != nil {
 			users[k] = c.finish(c.module(name, m, r.Pos))
 			k++
+			if len(m.Tools) > 0 {
+				users[k] = c.finish(c.server(name, m, r.Pos))
+				k++
+			}
 		}
 	}
 }
 
-// module derives one module's user on one machine: exactly what its manifest declares.
+// module derives one module's user on one machine: exactly what its manifest declares, but for
+// serving its tools, which its serving user does (server).
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) User {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
@@ -331,13 +340,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	if len(m.Consumes) > 0 {
 		npub += 4 // consumerGrants
 	}
-	perModule := c.ix.Catalogue.Mesh.PerModule()
-	nresponses := len(m.Tools)
-	if perModule {
-		npub += 2 // ServiceReplies and SiblingInboxes, below
-		nresponses = 0
-	}
-	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(nresponses)
+	pub, sub := sizedGrants(npub), sizedGrants(1)
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -361,53 +364,59 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 			}
 		}
 	}
-	var selfCall *catalogue.Text
 	var called []string
 	if len(m.Calls) > 0 {
 		called = make([]string, 0, len(m.Calls))
 	}
-	for i, call := range m.Calls {
+	for _, call := range m.Calls {
 		module, tool := Call(call.Value)
 		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
 		called = append(called, Tool(module, tool))
-		if module == name && selfCall == nil {
-			selfCall = &m.Calls[i]
-		}
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	return User{
+		Name: user, Kind: KindModule, Source: source, Module: name,
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants: Grants{Publish: pub, Subscribe: sub},
+		calls:  called,
+	}
+}
+
+// server derives the serving user of one module's instance on one machine, for a module that
+// serves tools: it subscribes each tool in the module's queue group only, so wherever the module
+// runs each call is served once, and answers the calls it receives. Nothing else: no events, no
+// calls, no inbox. In one account it answers by allow_responses, one reply to a request it
+// received. With an account per principal every call reaches it across an import, with the reply
+// the server wrote (`_R_.…`), so it is granted exactly those: no reply a caller chose is one it
+// may publish on, and the calls arrive in an account none of the module's own users make requests
+// in (docs/nats.md, "Answering calls without allow_responses").
+func (c *compilation) server(node string, m *catalogue.Module, source catalogue.Pos) User {
+	name := m.Name.Value
+	perModule := c.ix.Catalogue.Mesh.PerModule()
+	var pub granted
+	sub, responses := sizedGrants(len(m.Tools)), sizedGrants(len(m.Tools))
 	for _, t := range m.Tools {
-		// Only in the module's queue group: wherever the module runs, each call is served once.
 		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
 			"serve its tool "+t.Value, Tool(name, t.Value))
 		if !perModule {
 			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
 		}
 	}
-	if perModule && len(m.Tools) > 0 {
-		// With an account per module, a call from another account arrives with a reply the
-		// server wrote (`_R_.…`), and only a call from a sibling instance to the module's own
-		// tool with one in the module's account: granting exactly those, rather than
-		// allow_responses, keeps an instance that calls its own tool from answering it into a
-		// sibling's pull or acks, imports its account shares (docs/nats.md, "One account per
-		// module").
-		pub.addOf(name, m.Tools[0].Pos, "answers calls from other accounts to its tools", "answer calls from other accounts to its tools", ServiceReplies)
-		if selfCall != nil {
-			pub.addOf(name, selfCall.Pos, "answers its siblings' calls to its own tools (calls "+selfCall.Value+")",
-				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
-		}
+	if perModule {
+		pub.addOf(name, m.Tools[0].Pos, "answers calls to its tools", "answer the calls to its tools", ServiceReplies)
+		responses = nil
 	}
 	return User{
-		Name: user, Kind: KindModule, Source: source, Module: name,
+		Name: ServingUser(node, name), Kind: KindServer, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
-		// One reply to a request it actually received: only a module that serves a tool, in
-		// one account, answers this way.
+		// One reply to a request it actually received: only a tool server, in one account,
+		// answers this way.
 		AllowResponses: len(responses) > 0,
-		calls:          called,
 	}
 }
 

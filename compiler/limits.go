@@ -200,10 +200,15 @@ func (c *compilation) limitsTooLow(conn AccountLimits) {
 		}
 	}
 	for _, u := range c.plan.Users {
-		// Its own subscriptions, and the one a pull in flight takes on its inbox.
-		if need := int64(len(u.Subscribe.Allow) + 1); need > conn.Subscriptions {
-			c.findings = append(c.findings, RuleLimitTooLow.At(u.Source, "bus user %s subscribes %d subjects and a pull's inbox, but limits.max-subscriptions lets a connection hold %d: it could not subscribe them all; raise limits.max-subscriptions to at least %d",
-				u.Name, need-1, conn.Subscriptions, need))
+		// Its own subscriptions, and the one a pull in flight takes on its inbox (a serving
+		// user makes no request: it has no inbox).
+		need := int64(len(u.Subscribe.Allow) + 1)
+		if u.Kind == KindServer {
+			need--
+		}
+		if need > conn.Subscriptions {
+			c.findings = append(c.findings, RuleLimitTooLow.At(u.Source, "bus user %s subscribes %d subjects%s, but limits.max-subscriptions lets a connection hold %d: it could not subscribe them all; raise limits.max-subscriptions to at least %d",
+				u.Name, len(u.Subscribe.Allow), map[bool]string{true: " and a pull's inbox"}[u.Kind != KindServer], conn.Subscriptions, need))
 		}
 	}
 }

@@ -193,13 +193,14 @@ func TestCapacityRulesFireJustBelowTheNeed(t *testing.T) {
 	const catalog = `
 -- modules/catalog.yaml --
 module: catalog
-tools: [lookup, search]
+tools: [lookup, search, list, count]
 -- inventory.yaml --
 nodes:
   - {name: anchor, runs: [catalog]}
 `
 	// Three streams and apply's bucket; CONTROL has two consumers; the streams keep 1 GiB + 64
-	// MiB + 256 MiB on disk; mod.anchor.catalog subscribes its inbox and two tools, and a pull.
+	// MiB + 256 MiB on disk; serve.anchor.catalog subscribes four tools, more than any other user
+	// (the controller, a machine and mod.anchor.catalog: two and a pull's inbox).
 	const file = 1<<30 + 64<<20 + 256<<20
 	for _, c := range []struct {
 		limits string

@@ -465,7 +465,7 @@ func whyLarge(a AccountClaims) string {
 	case users > len(a.Claims.Imports) && a.Kind != AccountModule:
 		return "the account holds every user (isolation: shared-account); give each module an account of its own (isolation: account-per-module)"
 	case users > len(a.Claims.Imports):
-		return fmt.Sprintf("a module's instances share its account, and its %d are a signing key each: a module on this many machines does not fit one account JWT; run the mesh with auth: nkey, or split the module", users)
+		return fmt.Sprintf("a module's tools are served from its account, and its %d serving users are a signing key each: a module serving tools on this many machines does not fit one account JWT; run the mesh with auth: nkey, or split the module", users)
 	}
 	return fmt.Sprintf("it imports from %d accounts", len(a.Claims.Imports))
 }

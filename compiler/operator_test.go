@@ -271,20 +271,21 @@ func TestClaimsOverTheCapAreRefused(t *testing.T) {
 		t.Errorf("a mesh account holding every user's huge grants: %v", err)
 	}
 
-	// A module on thousands of machines: its instances share its account, a signing key each.
+	// A module serving tools on thousands of machines: its serving users share its account, a
+	// signing key each.
 	p = operatorPlan(t, catalogue.IsolationPerModule)
-	catalog := p.User("mod.anchor.catalog")
+	catalog := p.User("serve.anchor.catalog")
 	k := slices.IndexFunc(p.Accounts, func(a Account) bool { return a.Name == catalog.Account })
 	for i := range 4000 {
 		u := *catalog
-		u.Name = fmt.Sprintf("mod.machine-%d.catalog", i)
+		u.Name = fmt.Sprintf("serve.machine-%d.catalog", i)
 		kp, _ := nkeys.CreateAccount()
 		u.SigningKey, _ = kp.PublicKey()
 		p.Users = append(p.Users, u)
 		p.Accounts[k].Users = append(p.Accounts[k].Users, u.Name)
 	}
 	claims, _ = p.Claims()
-	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "account mod.catalog") || !strings.Contains(err.Error(), "its 4001 are a signing key each") || !strings.Contains(err.Error(), "auth: nkey") {
+	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "account mod.catalog") || !strings.Contains(err.Error(), "its 4001 serving users are a signing key each") || !strings.Contains(err.Error(), "auth: nkey") {
 		t.Errorf("a module on 4,001 machines: %v", err)
 	}
 }
@@ -448,7 +449,7 @@ func TestMissingOperatorKeysAreFindings(t *testing.T) {
 			said = append(said, f.Message)
 		}
 	}
-	if len(said) != 2 || !strings.Contains(said[0], "12 account(s)") || !strings.Contains(said[0]+said[1], "meshc operator init") || !strings.Contains(said[0]+said[1], "meshc mint --missing") {
+	if len(said) != 2 || !strings.Contains(said[0], "14 account(s)") || !strings.Contains(said[0]+said[1], "meshc operator init") || !strings.Contains(said[0]+said[1], "meshc mint --missing") {
 		t.Fatalf("findings %q", said)
 	}
 	p := operatorPlan(t, catalogue.IsolationPerModule)

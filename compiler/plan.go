@@ -16,8 +16,8 @@ import (
 type Plan struct {
 	// Account is the NATS account the users live in (mesh.yaml's name).
 	Account string
-	// Users in order: the controller, then each machine followed by its modules, then enrolment
-	// users, then people.
+	// Users in order: the controller, then each machine followed by its modules (each module's
+	// user, then its serving user when it serves tools), then enrolment users, then people.
 	Users []User
 	// Streams sorted by name.
 	Streams []Stream
@@ -154,8 +154,10 @@ const (
 	KindController UserKind = "controller"
 	KindNode       UserKind = "node"
 	KindModule     UserKind = "module"
-	KindEnrolment  UserKind = "enrolment"
-	KindPerson     UserKind = "person"
+	// KindServer is a module instance's serving user: its tools, and nothing else.
+	KindServer    UserKind = "server"
+	KindEnrolment UserKind = "enrolment"
+	KindPerson    UserKind = "person"
 )
 
 // User is one bus username and exactly what it may do. Permissions are derived on every compile,
@@ -171,13 +173,14 @@ type User struct {
 	// list means everything").
 	Publish   Permission
 	Subscribe Permission
-	// AllowResponses is one reply to a request actually received; only tool servers get it.
+	// AllowResponses is one reply to a request actually received; only serving users in one
+	// account get it.
 	AllowResponses bool
 	// Hash is the recorded bcrypt hash, or "" when credentials.yaml has none for this user (or
 	// the mesh uses nkeys).
 	Hash string
-	// Module is the module a module user runs ("" for every other kind), so nothing parses it
-	// back out of the username.
+	// Module is the module a module user runs or a serving user serves ("" for every other
+	// kind), so nothing parses it back out of the username.
 	Module string
 	// Grants are Publish, Subscribe and AllowResponses one declaration at a time, each with
 	// where it was declared: for explaining a permission, never emitted.

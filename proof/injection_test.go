@@ -31,7 +31,7 @@ func TestInjections(t *testing.T) {
 			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
 				// notifier may pull its own consumer; registry serves prune, which notifier may not call.
 				event := b.connect(t, "mod.anchor.catalog").publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
-				prune := b.connect(t, "mod.anchor.registry").servesSync(t, "mesh.mod.registry.tool.prune")
+				prune := b.connect(t, "serve.anchor.registry").servesSync(t, "mesh.mod.registry.tool.prune")
 				notifier := b.connect(t, "mod.laptop.notifier")
 				notifier.requestsWithReply(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier", "mesh.mod.registry.tool.prune", `{"batch":1}`)
 				landed(t, lands, prune, event)
@@ -55,7 +55,7 @@ func TestInjections(t *testing.T) {
 				t.Run(caller.name, func(t *testing.T) {
 					controller := b.connect(t, "mesh-controller")
 					before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-					b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+					b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 					work := "forged work by " + caller.person
 					b.connect(t, caller.person).requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", work)
 					forged := func() bool {
@@ -75,18 +75,18 @@ func TestInjections(t *testing.T) {
 				landed(t, lands, deliveries, "")
 			})
 			t.Run("a forged answer into another user's inbox", func(t *testing.T) {
-				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 				alice := b.connect(t, "person.alice")
 				inbox := alice.nc.NewInbox()
 				answers := alice.subscribes(t, inbox)
 				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", inbox, "forged answer")
-				landed(t, lands, answers, "mod.anchor.catalog answers forged answer")
+				landed(t, lands, answers, "serve.anchor.catalog answers forged answer")
 			})
 			t.Run("a tool call whose reply is the JetStream API purging a stream", func(t *testing.T) {
 				controller := b.connect(t, "mesh-controller")
 				b.connect(t, "mod.laptop.builder").publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
 				// A tool that answers with an empty body: a purge request of everything.
-				catalog := b.connect(t, "mod.anchor.catalog")
+				catalog := b.connect(t, "serve.anchor.catalog")
 				if _, err := catalog.nc.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond(nil) }); err != nil {
 					t.Fatal(err)
 				}

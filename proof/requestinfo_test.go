@@ -12,7 +12,7 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
-// What Nats-Request-Info proves, on a real server with an account per module. A direct call is
+// What Nats-Request-Info proves, on a real server with an account per principal. A direct call is
 // stamped by the server with the caller's account, whatever the caller wrote there. A call that
 // crosses a second import keeps the account the message already named: client, which may call
 // front's tool and vault's, calls front with its reply aimed at vault's tool (an import of its
@@ -46,22 +46,20 @@ func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
 		m.Data = []byte("pretending")
 		client.nc.RequestMsg(m, 3*time.Second)
 		call := next(t, calls)
-		if info := requestInfo(t, call); info.Account != "mod.client" {
+		if info := requestInfo(t, call); info.Account != "mod.anchor.client" {
 			t.Fatalf("client's call with a header of its own arrived as %+v", info)
 		}
-		if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "mod.client" {
+		if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "mod.anchor.client" {
 			t.Fatalf("the check on client's call: %q, %v", who, err)
 		}
 	})
 	for _, forged := range []string{"person.bob", "person.alice"} {
 		t.Run("two hops keep a forged caller, "+forged+", and the check refuses it", func(t *testing.T) {
-			front := b.connect(t, "mod.anchor.front")
-			inbox := front.nc.NewInbox()
-			front.subscribes(t, inbox)
+			front := b.connect(t, "serve.anchor.front")
 			sub, err := front.nc.QueueSubscribe("mesh.mod.front.tool.ask", "front", func(m *nats.Msg) {
 				answer := nats.NewMsg(m.Reply)
 				answer.Header.Set(compiler.RequestInfoHeader, `{"acc":"`+forged+`"}`)
-				answer.Reply = inbox // so the call it becomes has a reply, as a real call does
+				answer.Reply = "_INBOX.mod.anchor.front.reads" // so the call it becomes has a reply, as a real call does
 				answer.Data = []byte("forged")
 				front.nc.PublishMsg(answer)
 			})
@@ -74,11 +72,11 @@ func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
 			client.requestsWithReply(t, "mesh.mod.front.tool.ask", "mesh.mod.vault.tool.open", "relay this")
 			call := next(t, calls)
 			info := requestInfo(t, call)
-			if string(call.Data) != "forged" || info.Account != forged || info.Service != "mod.client" {
-				t.Fatalf("the relayed call arrived as %q, %+v: want the forged %s, through mod.client", call.Data, info, forged)
+			if string(call.Data) != "forged" || info.Account != forged || info.Service != "mod.anchor.client" {
+				t.Fatalf("the relayed call arrived as %q, %+v: want the forged %s, through mod.anchor.client", call.Data, info, forged)
 			}
 			who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader))
-			if err == nil || !strings.Contains(err.Error(), "crossed more than one import, last through mod.client") {
+			if err == nil || !strings.Contains(err.Error(), "crossed more than one import, last through mod.anchor.client") {
 				t.Fatalf("the check let a call relayed through client pass as %q (%v)", who, err)
 			}
 		})
@@ -112,9 +110,10 @@ func TestRequestInfoThroughAToolHubNamesItsCaller(t *testing.T) {
 		t.Fatalf("the check on alice's direct call: %q, %v", who, err)
 	}
 	// A header naming carol through the hub on a call made inside vault's own account (a reply
-	// of its own, not the server's _R_) is not believed: no import stamped it.
+	// of its own, not the server's _R_) is not believed: no import stamped it, and nobody there
+	// calls.
 	forged := `{"acc":"` + b.running.AccountKey("person.carol") + `","svc":"` + b.running.AccountKey(open.Hubs[0]) + `"}`
-	if who, err := open.Caller("_INBOX.mod.anchor.vault.x", forged); who == "person.carol" || err == nil {
+	if who, err := open.Caller("_INBOX.serve.anchor.vault.x", forged); who == "person.carol" || err == nil {
 		t.Fatalf("a call made inside vault's account with a header naming carol through the hub: %q, %v", who, err)
 	}
 }
@@ -134,11 +133,11 @@ func TestRequestInfoIsAbsentInOneAccount(t *testing.T) {
 	}
 }
 
-// vaultCalls serves vault.open as its module's user, passing on every call it receives and
+// vaultCalls serves vault.open as its module's serving user, passing on every call it receives and
 // answering it.
 func vaultCalls(t *testing.T, b *bus) <-chan *nats.Msg {
 	t.Helper()
-	vault := b.connect(t, "mod.anchor.vault")
+	vault := b.connect(t, "serve.anchor.vault")
 	calls := make(chan *nats.Msg, 10)
 	if _, err := vault.nc.QueueSubscribe("mesh.mod.vault.tool.open", "vault", func(m *nats.Msg) {
 		calls <- m
