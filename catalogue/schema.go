@@ -173,7 +173,7 @@ func streamTable(s *StreamSettings, name string) *table {
 			{"max-age", duration(&s.MaxAge), "How long a message is kept, in the NATS CLI's units (90s, 10m, 720h, 7d, 2w, 1y); no limit when left out."},
 			{"max-bytes", whole(&s.MaxBytes, 1, 0), "The most bytes the stream keeps; when it is full the oldest messages go first, except that a seat's queue refuses new work instead. The server reserves it on its disk when it makes the stream."},
 			{"max-msg-size", whole(&s.MaxMsgSize, 1, math.MaxInt32), "The largest message the stream takes, in bytes; a larger one is refused to its publisher."},
-			{"max-msgs-per-subject", whole(&s.MaxMsgsPerSubject, 1, 0), "The most messages kept per subject, so one busy emitter cannot push everyone else's out (NODES always keeps one: a machine's newest declaration)."},
+			{"max-msgs-per-subject", whole(&s.MaxMsgsPerSubject, 1, 0), "The most messages kept per subject, so one busy emitter cannot push everyone else's out (NODES always keeps one: a machine's newest declaration). On events, left out, it is derived so that every event subject at its cap fits in max-bytes; set, it must (limit-too-low)."},
 			{"storage", oneOf(&s.Storage, "file", "memory"), "file (the default) or memory."},
 			{"ack-wait", duration(&s.AckWait), "How long a consumer of this stream may hold a message before it is delivered again: a build takes minutes, not the default 30 seconds."},
 		},

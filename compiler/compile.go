@@ -116,6 +116,8 @@ type compilation struct {
 	findingsOnly bool
 	// toolAt maps each served tool's subject to its place in the plan's Tools (serveTools).
 	toolAt map[string]int
+	// eventSubjects are the event subjects some running principal may publish (publishedEvents).
+	eventSubjects []string
 }
 
 // addUser finishes a user and admits it.
@@ -497,11 +499,17 @@ func (c *compilation) streams() {
 	s := mesh.Streams
 	meshPos := catalogue.Pos{File: mesh.File}
 
-	// A history: when full, the oldest events go, and each event's cap keeps one busy emitter
-	// from pushing out the others'.
+	// A history: each event subject keeps its newest, up to its cap, and every subject at its cap
+	// fits in the stream, so the stream never fills: a full stream drops its oldest message
+	// whoever's it is, and one emitter within its caps would push out another's unread events
+	// (docs/nats.md, "Limits and floods").
 	events := streamConfig(EventsStream, s.Events, catalogue.EventsDefaults, jetstream.LimitsPolicy,
 		// The event token is why EVENTS can store events without storing tool calls.
 		"mesh.mod.*.event.>", "mesh.seat.*.event.>")
+	c.eventSubjects = c.publishedEvents()
+	if s.Events.MaxMsgsPerSubject == 0 {
+		events.MaxMsgsPerSubject = eventsPerSubject(events.MaxBytes, int64(events.MaxMsgSize), c.eventSubjects)
+	}
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: events, Source: orPos(s.Events.Pos, meshPos)})
 
 	// CONTROL names its subjects rather than taking mesh.control.>, because heartbeats live under
@@ -524,6 +532,95 @@ func (c *compilation) streams() {
 		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, catalogue.SeatsDefaults, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
 		c.plan.Streams = append(c.plan.Streams, Stream{Config: cfg, Source: seat.Name.Pos})
 	}
+}
+
+// publishedEvents are the event subjects some running principal may publish, sorted: each
+// running module's own events and the events of each seat a running module claims. These are
+// the subjects EVENTS stores (a grant names each exactly), so they are what its bytes must hold.
+func (c *compilation) publishedEvents() []string {
+	inv := c.ix.Catalogue.Inventory
+	if inv == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(subject string) {
+		if !seen[subject] {
+			seen[subject] = true
+			out = append(out, subject)
+		}
+	}
+	running := map[string]bool{}
+	for _, n := range inv.Nodes {
+		for _, r := range n.Runs {
+			m := c.ix.Modules[r.Value]
+			if m == nil || running[m.Name.Value] {
+				continue
+			}
+			running[m.Name.Value] = true
+			for _, e := range m.Emits {
+				add(ModuleEvent(m.Name.Value, e.Value))
+			}
+			for _, claim := range m.Claims {
+				if seat := c.ix.Seat(claim.Value); seat != nil {
+					for _, e := range seat.Emits {
+						add(SeatEvent(seat.Name.Value, e.Value))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// StoredOverhead is what a stream stores around each message beside its subject, headers and
+// body: a file store's record adds its length, sequence, time, the subject's and the headers'
+// lengths and a checksum, 34 bytes (server/filestore.go, fileStoreMsgSizeRaw); a memory store
+// less. A stream's max_bytes counts the records.
+const StoredOverhead = 34
+
+// EventsBytes is what EVENTS holds when every subject keeps perSubject messages of up to size
+// bytes: what its max_bytes must hold for no emitter to push out another's events.
+func EventsBytes(perSubject, size int64, subjects []string) int64 {
+	var n int64
+	for _, s := range subjects {
+		n += size + int64(len(s)) + StoredOverhead
+	}
+	return perSubject * n
+}
+
+// eventsPerSubject is how many messages each event subject keeps when mesh.yaml sets none: the
+// default, or fewer so that every subject at its cap fits in maxBytes, rounded down to 1, 2 or 5
+// times a power of ten so that an event added changes it rarely (a lowered cap drops what a
+// subject holds beyond it: docs/nats.md, "Changes that drop messages"). At least one: to the
+// server 0 is no cap at all, and limit-too-low says when not even one fits.
+func eventsPerSubject(maxBytes, size int64, subjects []string) int64 {
+	def := catalogue.EventsDefaults.MaxMsgsPerSubject
+	one := EventsBytes(1, size, subjects)
+	if one == 0 {
+		return def
+	}
+	return max(1, min(def, roundDown125(maxBytes/one)))
+}
+
+// roundDown125 is the largest of 1, 2, 5, 10, 20, 50, … not above n (0 for n < 1).
+func roundDown125(n int64) int64 {
+	if n < 1 {
+		return 0
+	}
+	var best int64 = 1
+	for p := int64(1); p <= n; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if m*p <= n {
+				best = m * p
+			}
+		}
+		if p > n/10 {
+			break
+		}
+	}
+	return best
 }
 
 // streamConfig is one stream's configuration: the mesh's settings, and def where it sets none.

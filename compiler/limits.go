@@ -168,6 +168,31 @@ func (c *compilation) jetStreamLimits(l catalogue.Limits) JetStreamLimits {
 	return js
 }
 
+// eventsTooLow says when EVENTS cannot hold every event subject at its cap: it would fill, and a
+// full stream drops its oldest message whoever's it is, so one emitter within its caps would push
+// out another's unread events (docs/nats.md, "Limits and floods"). With max-msgs-per-subject left
+// out the cap is derived to fit (eventsPerSubject), and this fires only when not even one message
+// of each subject does. With no event published yet, one subject at its cap must fit, as for
+// every stream.
+func (c *compilation) eventsTooLow(at catalogue.Pos, settings catalogue.StreamSettings, maxBytes, size int64) {
+	subjects := c.eventSubjects
+	perSubject := settings.MaxMsgsPerSubject
+	if perSubject == 0 {
+		perSubject = eventsPerSubject(maxBytes, size, subjects)
+	}
+	need := EventsBytes(perSubject, size, subjects)
+	if need <= maxBytes {
+		return
+	}
+	one := EventsBytes(1, size, subjects)
+	fix := fmt.Sprintf("raise max-bytes to at least %d, or lower max-msg-size", need)
+	if settings.MaxMsgsPerSubject > 0 && maxBytes >= one {
+		fix = fmt.Sprintf("raise max-bytes to at least %d, lower max-msgs-per-subject to %d, or leave it out and meshc derives the most that fits", need, maxBytes/one)
+	}
+	c.findings = append(c.findings, RuleLimitTooLow.At(at, "streams.events keeps at most %s, but its %d event subjects at %d messages each of up to %s need %s: a full stream drops its oldest event whoever emitted it, so one emitter within its caps would push out another's unread events; %s",
+		catalogue.Bytes(maxBytes), len(subjects), perSubject, catalogue.Bytes(size), catalogue.Bytes(need), fix))
+}
+
 // limitsTooLow says where a stream's limits or a connection's cannot hold what the catalogue's
 // own objects need.
 func (c *compilation) limitsTooLow(conn AccountLimits) {
@@ -186,7 +211,9 @@ func (c *compilation) limitsTooLow(conn AccountLimits) {
 		if g.key == "nodes" {
 			perSubject = 1
 		}
-		if need := size * perSubject; maxBytes < need {
+		if g.key == "events" && len(c.eventSubjects) > 0 {
+			c.eventsTooLow(at, g.settings, maxBytes, size)
+		} else if need := size * perSubject; maxBytes < need {
 			what := fmt.Sprintf("one subject's %d messages of up to %s need %s", perSubject, catalogue.Bytes(size), catalogue.Bytes(need))
 			if perSubject == 1 {
 				what = fmt.Sprintf("one message of up to %s does not fit", catalogue.Bytes(size))
