@@ -165,6 +165,16 @@ const JetStreamSubjects = "$JS.>"
 // (docs/nats.md, "Traps").
 const JetStreamInfo = "$JS.API.INFO"
 
+// MaxControlLine is the longest protocol line (a CONNECT, a PUB and its subject and reply) the
+// servers meshc configures take from a client, max_control_line: a longer one closes the
+// connection at once, where under the default 4 KiB a publish the client may not make is refused
+// and logged with its whole subject, each refusal as long as the subject (docs/nats.md, "Limits
+// and floods"). Not lower: an operator-mode client's CONNECT carries its JWT, about 900 bytes
+// for a user of the mesh and more for the system user, and 512 refused them all. Names of at
+// most 63 and events, tools and kinds of at most 255 characters keep every line meshc's clients
+// send with a derived subject below 700.
+const MaxControlLine = 2048
+
 // The mesh's own streams.
 const (
 	EventsStream  = "EVENTS"

@@ -323,7 +323,8 @@ func writeServerConf(stateDir string, port int, extra, include string) (string, 
 	if extra != "" && !strings.HasSuffix(extra, "\n") {
 		extra += "\n"
 	}
-	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, include)
+	// max_control_line: a client's longest protocol line (compiler.MaxControlLine).
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\nmax_control_line: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, compiler.MaxControlLine, store, extra, include)
 	path := filepath.Join(stateDir, "server.conf")
 	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }
