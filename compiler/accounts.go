@@ -272,9 +272,13 @@ func (c *compilation) isolate() {
 					importFromMesh(StreamExport, s, e)
 				}
 			}
-			// Never granted to a user: it only keeps the server from answering twice
-			// (docs/nats.md, "Traps").
-			importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+			// Never granted to a user: it only keeps the server from answering a JetStream request
+			// twice (docs/nats.md, "Traps"), so only an account whose users make one imports it.
+			// Anywhere else it let a requester aim a colluding tool server's answer at it and
+			// have the mesh account's usage delivered to the colluder.
+			if u.jetStream {
+				importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+			}
 		}
 	})
 	// callers[server account][tool] are the accounts importing that tool from that server.

@@ -302,6 +302,8 @@ func (c *compilation) machine(n *catalogue.Node, users []User) {
 		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub},
+		// The info request of its NODES consumer.
+		jetStream: true,
 	})
 	runs := slices.Clone(n.Runs)
 	slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
@@ -343,6 +345,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		npub += 4 // consumerGrants
 	}
 	pub, sub := sizedGrants(npub), sizedGrants(1)
+	jetStream := len(m.Consumes) > 0
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -357,6 +360,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 		if len(seat.Accepts) > 0 {
 			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", "take seat "+seat.Name.Value+"'s work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+			jetStream = true
 		}
 	}
 	for _, use := range m.Uses {
@@ -383,8 +387,9 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	return User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-		Grants: Grants{Publish: pub, Subscribe: sub},
-		calls:  called,
+		Grants:    Grants{Publish: pub, Subscribe: sub},
+		calls:     called,
+		jetStream: jetStream,
 	}
 }
 

@@ -199,6 +199,9 @@ type User struct {
 	// the user's grants.
 	calls      []string
 	callsEvery bool
+	// jetStream is set for a user that makes JetStream API requests: the pull and info requests
+	// of a consumer it reads.
+	jetStream bool
 }
 
 // Credential is what the server checks the user by: its recorded hash or public key, "" when

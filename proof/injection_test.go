@@ -175,3 +175,51 @@ func (c *client) streamMessages(t *testing.T, stream string) uint64 {
 	}
 	return s.CachedInfo().State.Msgs
 }
+
+// The mesh account's usage, through a tool's answer. A person calls a tool with its reply aimed
+// at `$JS.API.INFO`, and the colluding tool server answers with a reply of its own, its tool's
+// subject: the answer lands in the person's account on $JS.API.INFO and, when that account imports
+// it from the mesh's, JetStream answers the mesh account's usage (streams, storage, limits) into
+// the colluder's subscription. Every account imported $JS.API.INFO; now only an account whose
+// users make JetStream requests does (docs/nats.md, "Traps"), so the person's account answers
+// with the server's own "JetStream not enabled". In one account every user shares the JetStream
+// account, and it lands (TestInjections has worse).
+func TestAColluderCannotReadTheMeshAccountsUsageThroughAPerson(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			b := startBus(t, "testdata/proof.txtar", "", mode)
+			server := b.connect(t, "serve.anchor.catalog")
+			usage := make(chan string, 4)
+			if _, err := server.nc.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) {
+				if strings.Contains(string(m.Data), "account_info_response") {
+					usage <- string(m.Data)
+					return
+				}
+				answer := nats.NewMsg(m.Reply)
+				answer.Reply = "mesh.mod.catalog.tool.lookup"
+				server.nc.PublishMsg(answer)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			server.sawNoViolation(t)
+			b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "$JS.API.INFO", "")
+			read := func() bool {
+				select {
+				case m := <-usage:
+					if strings.Contains(m, `"error"`) {
+						return false
+					}
+					t.Logf("the colluder read: %.200s", m)
+					return true
+				default:
+					return false
+				}
+			}
+			if !b.isolated {
+				testwait.For(t, "the colluder to read the mesh account's usage, in one account", 3*time.Second, read)
+				return
+			}
+			testwait.Never(t, "the colluder read the mesh account's usage", time.Second, read)
+		})
+	}
+}
