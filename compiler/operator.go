@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -195,6 +196,20 @@ func servingModules(accounts []Account) map[string][]string {
 	return serving
 }
 
+// ShareHubs derives the plan's tool hubs again with at most share serving accounts a hub (0:
+// HubShare), and its served tools' hubs and keys with them: a test of a mesh with several hubs,
+// which would otherwise take thousands of serving modules.
+func (p *Plan) ShareHubs(share int) {
+	p.hubShare = share
+	p.Hubs = p.toolHubs()
+	for i := range p.Tools {
+		p.Tools[i].Hubs, p.Tools[i].Keys = nil, nil
+	}
+	if p.Operator != nil {
+		p.operatorTools()
+	}
+}
+
 // toolHubs derives the tool hubs of an operator-mode mesh from its accounts, once (compile):
 // none unless an account whose users may call every tool serves none itself; then enough hubs
 // that each imports the tools of at most about HubShare serving accounts, each serving account
@@ -209,7 +224,8 @@ func (p *Plan) toolHubs() []Account {
 	}) {
 		return nil
 	}
-	hubs := make([]Account, (len(serving)+HubShare-1)/HubShare)
+	share := cmp.Or(p.hubShare, HubShare)
+	hubs := make([]Account, (len(serving)+share-1)/share)
 	for k := range hubs {
 		hubs[k] = Account{Name: ToolHubAccount(k + 1), Kind: AccountHub, Exports: []Export{{Kind: ServiceExport, Subject: everyTool}},
 			Limits: AccountLimits{NoLeafnodes: true}}

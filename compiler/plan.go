@@ -45,6 +45,9 @@ type Plan struct {
 
 	// shared is the one account of a shared-account mesh, with its limits (MeshAccount).
 	shared Account
+	// hubShare is how many serving accounts a tool hub imports from, when not HubShare
+	// (ShareHubs).
+	hubShare int
 
 	// checked is set by Check when the plan passes it.
 	checked bool

@@ -405,7 +405,7 @@ func startBus(t *testing.T, archive, serverConf, mode string) *bus {
 
 // startCatalogue is startBus for a catalogue already loaded: it must lint without an error, as a
 // catalogue `meshc up` runs must.
-func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string) *bus {
+func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string, edits ...func(*compiler.Plan)) *bus {
 	t.Helper()
 	cat.Mesh.Isolation.Value = isolation
 	findings, plan := lint.Check(cat, loaded)
@@ -413,6 +413,9 @@ func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Fin
 		if f.Severity == catalogue.Error {
 			t.Fatalf("the catalogue does not lint clean: %v", f)
 		}
+	}
+	for _, edit := range edits {
+		edit(plan)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

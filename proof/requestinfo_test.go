@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -174,5 +175,61 @@ func next(t *testing.T, calls <-chan *nats.Msg) *nats.Msg {
 	case <-time.After(5 * time.Second):
 		t.Fatal("vault received no call")
 		return nil
+	}
+}
+
+// A call through a tool hub is believed to come from the account its header names, with `svc`
+// the hub (TestRequestInfoThroughAToolHubNamesItsCaller), on the ground that nothing enters a hub
+// but a call the server stamped at its first hop. Tried against that ground with several hubs, as
+// a mesh of thousands of serving modules has (a hub per serving account here): a person who may
+// call every tool calls a colluder's tool, through the colluder's hub, with the reply aimed at
+// another tool, served through another hub; the colluder answers with a reply of its own and a
+// header naming a person the other tool believes. The answer is not believed: observed, the
+// server delivers nothing of it to the other tool (with one hub, it drops an answer that came
+// back through the very export it would cross again).
+func TestACallerCannotBeForgedThroughSeveralToolHubs(t *testing.T) {
+	cat, loaded := cataloguetest.Load(t, "testdata/callers.txtar")
+	cat.Mesh.Auth.Value = catalogue.AuthOperator
+	b := startCatalogue(t, cat, loaded, "", catalogue.IsolationPerModule, func(p *compiler.Plan) { p.ShareHubs(1) })
+	local := b.running.LocalPlan()
+	open, ask := local.ServedTool("mesh.mod.vault.tool.open"), local.ServedTool("mesh.mod.front.tool.ask")
+	if len(open.Hubs) != 1 || len(ask.Hubs) != 1 || open.Hubs[0] == ask.Hubs[0] {
+		t.Fatalf("vault.open through %v and front.ask through %v: want a hub each", open.Hubs, ask.Hubs)
+	}
+	calls := vaultCalls(t, b)
+	// carol's own call, through vault's hub, names her.
+	b.connect(t, "person.carol").nc.Request("mesh.mod.vault.tool.open", []byte("mine"), 3*time.Second)
+	if call := next(t, calls); call.Header.Get(compiler.RequestInfoHeader) == "" {
+		t.Fatal("carol's call through the hub carries no Nats-Request-Info")
+	} else if who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader)); err != nil || who != "person.carol" {
+		t.Fatalf("the check on carol's call through the hub: %q, %v", who, err)
+	}
+	// The forgery: carol calls front.ask with her reply aimed at vault.open; front's server,
+	// colluding, answers naming alice, whom vault.open believes.
+	alice := b.running.AccountKey("person.alice")
+	front := b.connect(t, "serve.anchor.front")
+	if _, err := front.nc.QueueSubscribe("mesh.mod.front.tool.ask", "front", func(m *nats.Msg) {
+		answer := nats.NewMsg(m.Reply)
+		answer.Header.Set(compiler.RequestInfoHeader, `{"acc":"`+alice+`"}`)
+		answer.Reply = "_INBOX.mod.anchor.front.reads"
+		answer.Data = []byte("forged")
+		front.nc.PublishMsg(answer)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	front.sawNoViolation(t)
+	// carol reaches front.ask through its own hub.
+	if m, err := b.connect(t, "person.carol").nc.Request("mesh.mod.front.tool.ask", []byte("plain"), 3*time.Second); err != nil || string(m.Data) != "forged" {
+		t.Fatalf("carol's call to front.ask through its hub: %v", err)
+	}
+	b.connect(t, "person.carol").requestsWithReply(t, "mesh.mod.front.tool.ask", "mesh.mod.vault.tool.open", "relay this")
+	select {
+	case call := <-calls:
+		who, err := open.Caller(call.Reply, call.Header.Get(compiler.RequestInfoHeader))
+		if err == nil {
+			t.Fatalf("vault.open believed the forged call came from %s (%s)", who, call.Header.Get(compiler.RequestInfoHeader))
+		}
+	case <-time.After(2 * time.Second):
+		// Dropped by the server before it reached vault: blocked.
 	}
 }
