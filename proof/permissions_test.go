@@ -184,6 +184,16 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 			// apart").
 			b.connect(t, "mod.anchor.catalog").isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "catalog")
 		})
+		t.Run("anyone but a serving user answering at the server's replies", func(t *testing.T) {
+			// `_R_.…` are the replies the server gives calls crossing into a module's account:
+			// only its serving users may answer there, and only with an account per principal.
+			for _, user := range []string{"mod.anchor.catalog", "mod.laptop.notifier", "person.alice", "node.anchor", "enrol.laptop"} {
+				b.connect(t, user).isRefusedPublishing(t, "_R_.AbCdEf.GhIjKlMn")
+			}
+			if !b.isolated {
+				b.connect(t, "serve.anchor.catalog").isRefusedPublishing(t, "_R_.AbCdEf.GhIjKlMn")
+			}
+		})
 		t.Run("a serving user doing anything but serve its module's tools", func(t *testing.T) {
 			server := b.connect(t, "serve.anchor.catalog")
 			for _, subject := range []string{

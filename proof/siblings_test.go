@@ -325,33 +325,14 @@ func TestASiblingInstanceCannotWriteIntoItsSiblingsPullInbox(t *testing.T) {
 					a.refused(t, "Publish", inbox)
 				}},
 				{"its own call to its module's tool, answered by its own serving user", false, func(t *testing.T, inbox string) {
-					server := b.connect(t, "serve.anchor.relay")
-					sub, err := server.nc.QueueSubscribe("mesh.mod.relay.tool.ask", "relay", func(call *nats.Msg) {
-						m := nats.NewMsg(call.Reply)
-						forged(m)
-						server.nc.PublishMsg(m)
+					answers(t, b.connect(t, "serve.anchor.relay"), "mesh.mod.relay.tool.ask", forged, func() {
+						b.connect(t, "mod.anchor.relay").requestsWithReply(t, "mesh.mod.relay.tool.ask", inbox, "steer")
 					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer sub.Unsubscribe()
-					server.sawNoViolation(t)
-					b.connect(t, "mod.anchor.relay").requestsWithReply(t, "mesh.mod.relay.tool.ask", inbox, "steer")
-					server.sawNoViolation(t)
 				}},
 				{"a call to a colluding module's tool", false, func(t *testing.T, inbox string) {
-					peer := b.connect(t, "serve.anchor.peer")
-					sub, err := peer.nc.QueueSubscribe("mesh.mod.peer.tool.peek", "peer", func(call *nats.Msg) {
-						m := nats.NewMsg(call.Reply)
-						forged(m)
-						peer.nc.PublishMsg(m)
+					answers(t, b.connect(t, "serve.anchor.peer"), "mesh.mod.peer.tool.peek", forged, func() {
+						b.connect(t, "mod.anchor.relay").requestsWithReply(t, "mesh.mod.peer.tool.peek", inbox, "steer")
 					})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer sub.Unsubscribe()
-					peer.sawNoViolation(t)
-					b.connect(t, "mod.anchor.relay").requestsWithReply(t, "mesh.mod.peer.tool.peek", inbox, "steer")
 				}},
 				{"its own pull, answered into the sibling's inbox", false, func(t *testing.T, inbox string) {
 					// JetStream delivers the attacker's own consumer's message into the sibling's
@@ -384,7 +365,7 @@ func TestASiblingInstanceCannotWriteIntoItsSiblingsPullInbox(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer cc.Stop()
-					inbox := pullInbox(t, b, "mod.laptop.relay")
+					inbox := pullInbox(t, b, victim)
 					way.write(t, inbox)
 					got := func() bool {
 						select {
@@ -407,26 +388,56 @@ func TestASiblingInstanceCannotWriteIntoItsSiblingsPullInbox(t *testing.T) {
 	}
 }
 
-// pullInbox is the inbox of user's one running Consume: the subscription on its connection under
-// its inbox prefix that is not the request mux's wildcard. The test reads it from the server; an
-// attacker predicts it.
-func pullInbox(t *testing.T, b *bus, user string) string {
+// answers serves tool as server, answering the one call call makes with an answer forge shapes,
+// at the call's reply, and returns once it has.
+func answers(t *testing.T, server *client, tool string, forge func(*nats.Msg), call func()) {
 	t.Helper()
+	answered := make(chan struct{}, 1)
+	sub, err := server.nc.QueueSubscribe(tool, toolQueue(tool), func(c *nats.Msg) {
+		m := nats.NewMsg(c.Reply)
+		forge(m)
+		server.nc.PublishMsg(m)
+		server.nc.Flush()
+		answered <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	server.sawNoViolation(t)
+	call()
+	select {
+	case <-answered:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("%s never received the call to %s", server.user, tool)
+	}
+	server.sawNoViolation(t)
+}
+
+// pullInbox is the inbox of c's one running Consume: the subscription on its connection under its
+// inbox prefix that is not the request mux's wildcard. The test reads it from the server; an
+// attacker predicts it.
+func pullInbox(t *testing.T, b *bus, c *client) string {
+	t.Helper()
+	cid, err := c.nc.GetClientID()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var inbox string
 	testwait.ForNil(t, "the sibling's pull inbox to be subscribed", 3*time.Second, func() error {
-		conns, err := b.running.Server.Connz(&server.ConnzOptions{Subscriptions: true, Username: true, State: server.ConnOpen})
+		conns, err := b.running.Server.Connz(&server.ConnzOptions{Subscriptions: true, CID: cid})
 		if err != nil {
 			return err
 		}
-		for _, c := range conns.Conns {
-			for _, s := range c.Subs {
-				if strings.HasPrefix(s, compiler.InboxPrefix(user)+".") && !strings.HasSuffix(s, ".*") {
+		for _, conn := range conns.Conns {
+			for _, s := range conn.Subs {
+				if strings.HasPrefix(s, compiler.InboxPrefix(c.user)+".") && !strings.HasSuffix(s, ".*") {
 					inbox = s
 					return nil
 				}
 			}
 		}
-		return fmt.Errorf("no pull inbox of %s subscribed", user)
+		return fmt.Errorf("no pull inbox of %s subscribed", c.user)
 	})
 	return inbox
 }
