@@ -29,6 +29,7 @@ func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
 	plan := clonePlanUsers(b.plan)
 	plan.Streams = slices.Clone(b.plan.Streams)
 	i := slices.IndexFunc(plan.Streams, func(s compiler.Stream) bool { return s.Config.Name == compiler.EventsStream })
+	was := plan.Streams[i].Config.MaxMsgsPerSubject
 	plan.Streams[i].Config.MaxMsgsPerSubject = 2
 
 	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
@@ -40,7 +41,7 @@ func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
 		t.Fatalf("the plan of a lowered per-subject limit: %+v", c)
 	}
 	var text strings.Builder
-	if err := change.Render(&text, cs, output.Text); err != nil || !strings.Contains(text.String(), "max_msgs_per_subject: 10000 → 2  (discards stored messages: drops 7 of its 9 messages now)") {
+	if err := change.Render(&text, cs, output.Text); err != nil || !strings.Contains(text.String(), fmt.Sprintf("max_msgs_per_subject: %d → 2  (discards stored messages: drops 7 of its 9 messages now)", was)) {
 		t.Fatalf("the rendered plan does not say what it drops:\n%s", text.String())
 	}
 

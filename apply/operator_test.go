@@ -203,7 +203,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 	t.Logf("with n3 down: %+v", did)
 
 	// The two nodes left run it: bob on n1 calls prune, served on n2.
-	registry, err := m.as(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[1].Port), "mod.anchor.registry")
+	registry, err := m.as(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[1].Port), "serve.anchor.registry")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -400,12 +400,12 @@ func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan
 	return p.Converge(ctx)
 }
 
-// changeTargets picks a connected module serving a tool and a connected person who may not call
+// changeTargets picks a connected serving user of a tool and a connected person who may not call
 // it yet.
 func changeTargets(b *testing.B, plan *compiler.Plan, users []compiler.User) (server, person int, tool, queue string) {
 	server, person = -1, -1
 	for i, u := range users {
-		if u.Kind == compiler.KindModule && server < 0 {
+		if u.Kind == compiler.KindServer && server < 0 {
 			for _, s := range u.Subscribe.Allow {
 				// A tool is served in its module's queue group: the grant says both.
 				if subject, group := compiler.SplitQueue(s); strings.Contains(subject, ".tool.") {

@@ -3,9 +3,12 @@ package benchmarks
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats-server/v2/logger"
+
+	"github.com/meshc-dev/meshc/compiler"
 )
 
 // BenchmarkViolationLog measures what a flood of permission violations costs the server's log at
@@ -23,6 +26,9 @@ func BenchmarkViolationLog(b *testing.B) {
 		// Its own consumer's ack in the newer form, aimed at another consumer: nine tokens, which
 		// CONTROL/reports' eleven-or-more-token grant does not admit.
 		{"meshc-refused", "$JS.ACK.EVENTS.anchor_catalog.CONTROL.reports.1.1.1"},
+		// The longest subject a publish may carry under the servers' max_control_line, refused:
+		// each refusal logs the whole subject. A longer one closes the connection instead.
+		{"longest-refused", "mesh.mod.catalog.event." + strings.Repeat("x", compiler.MaxControlLine-40)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			x := startBus(b)
@@ -45,7 +51,7 @@ func BenchmarkViolationLog(b *testing.B) {
 				logged += fileSize(b, log) - before
 			}
 			b.ReportMetric(float64(logged)/float64(b.N)/n, "log-B/publish")
-			if c.name == "meshc-refused" && logged == 0 {
+			if c.name != "floor-granted" && logged == 0 {
 				b.Fatal("the refused acks logged nothing: were they refused?")
 			}
 		})

@@ -23,9 +23,10 @@ type StreamDefaults struct {
 
 var (
 	// EventsDefaults: a gigabyte of history, events the size of a notification (a reference to
-	// what changed, not the thing itself), and ten thousand of each event: one event at its cap
-	// holds at most 156 MiB, a seventh of the stream, so a module flooding one event, or the
-	// largest module's six, cannot fill it alone.
+	// what changed, not the thing itself), and up to ten thousand of each event: fewer when every
+	// event subject at its cap would not fit in the stream, which the compiler derives (a full
+	// stream drops its oldest event whoever emitted it, so the caps must hold every subject's
+	// share together, not one subject's).
 	EventsDefaults = StreamDefaults{MaxBytes: 1 << 30, MaxMsgSize: 16 << 10, MaxMsgsPerSubject: 10_000}
 	// ControlDefaults: a machine's report or enrolment request is a small document, and only the
 	// newest few of each machine's matter while the controller is away.
@@ -96,6 +97,9 @@ func LimitsReference() string {
 		perSubject, full := "no cap", "the oldest messages go"
 		if d.MaxMsgsPerSubject > 0 {
 			perSubject = fmt.Sprint(d.MaxMsgsPerSubject)
+		}
+		if s.key == "events" {
+			perSubject += ", or fewer: every event subject at its cap fits in max-bytes"
 		}
 		if d.DiscardNew {
 			full = "new work is refused to its submitter"

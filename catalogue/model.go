@@ -125,8 +125,9 @@ type Approval struct {
 const (
 	// IsolationShared puts every bus user in the mesh's one account.
 	IsolationShared = "shared-account"
-	// IsolationPerModule gives every module an account its instances share, and every other
-	// principal but the controller an account of its own: the default.
+	// IsolationPerModule gives every principal but the controller an account of its own, each
+	// module instance too, and serves a module's tools from an account of the module's: the
+	// default. (The name is kept from when a module's instances shared one.)
 	IsolationPerModule = "account-per-module"
 	// AuthPassword: each user connects with a name and a password, recorded as a bcrypt hash.
 	AuthPassword = "password"

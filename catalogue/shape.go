@@ -80,10 +80,12 @@ type Grammar struct {
 var (
 	// NameGrammar: modules, seats, machines, people.
 	NameGrammar = Grammar{Pattern: `^[a-z][a-z0-9-]*$`, MaxLen: 63}
-	// TokenGrammar: a tool, a kind of work.
-	TokenGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*$`}
+	// TokenGrammar: a tool, a kind of work. At most 255 characters, as an event name: with names
+	// of at most 63, every subject meshc derives and the protocol line a client sends with it
+	// stay far below the max_control_line meshc's servers take (compiler.MaxControlLine).
+	TokenGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*$`, MaxLen: 255}
 	// EventGrammar: tokens joined by dots.
-	EventGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$`}
+	EventGrammar = Grammar{Pattern: `^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$`, MaxLen: 255}
 )
 
 // text is a string.

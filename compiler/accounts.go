@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"maps"
 	"slices"
 	"strings"
 )
@@ -14,22 +13,28 @@ import (
 // pull's messages onto another module's tool, a tool's answer into a seat's work queue, an empty
 // answer into the JetStream API. Across accounts the server rewrites every reply that travels
 // through an import, so none of that lands. In this mode the mesh's account keeps JetStream and
-// the controller — an existing bus keeps its streams and consumers — every module gets one
-// account its instances share, and every other user one named like the user. An answer that
-// arrives in an account follows the account's imports without a per-user check, so an account
-// imports exactly its users' grants, no more (docs/nats.md, "What accounts do not block").
+// the controller — an existing bus keeps its streams and consumers — and every other user gets an
+// account of its own named like the user, a module's instances included; the serving users of a
+// module's instances share one account, the module's, from which every caller imports its tools.
+// An answer that arrives in an account follows the account's imports without a per-user check,
+// so an account imports exactly its users' grants, no more (docs/nats.md, "What accounts do not
+// block").
 //
-// A module's instances share its account because a subject imported from several accounts is
-// delivered to every one of them: a call to a tool imported from each instance's account was
-// served by every instance, and an instance calling its own module's tool imported it from its
-// sibling, which imported it back, a cycle the server refuses to load. What the sharing costs —
-// siblings share the imports of each other's consumers — is measured by the permission proof and
-// said in docs/nats.md, "One account per module".
+// Why the tools apart: a subject imported from several accounts is delivered to every one of
+// them, so a tool served from each instance's account was served by every instance; served from
+// one account, the serving users' queue subscriptions compete there and each call is served
+// once. Why an account per instance: instances sharing an account share its imports and receive
+// whatever an answer brings into it, so one instance could aim the answer to any request it made
+// — its own call to its module's tool, answered by itself — at its sibling's pull inbox, or a
+// pull's messages at its sibling's consumer (docs/nats.md, "An account per instance, the tools
+// apart").
 
 // Account is one account of an isolated mesh: its users, what it offers other accounts and what
 // it takes from them.
 type Account struct {
 	Name string
+	// Kind is whose the account is: the mesh's, a module's, one principal's, or a tool hub.
+	Kind AccountKind
 	// JetStream is true for the mesh's account alone: a module's account with JetStream of its
 	// own would answer its users' pulls and info requests from an empty store (docs/nats.md,
 	// "Traps").
@@ -43,6 +48,44 @@ type Account struct {
 	// JetStream, what it stores (limits.go).
 	Limits          AccountLimits
 	JetStreamLimits JetStreamLimits
+}
+
+// AccountKind is whose an account is, recorded when the account is derived so no pass reads it
+// back out of the account's name or shape.
+type AccountKind string
+
+const (
+	// AccountMesh is the mesh's own account: JetStream and the controller, and in one account
+	// every user.
+	AccountMesh AccountKind = "mesh"
+	// AccountModule is a module's: its tools, served by its instances' serving users.
+	AccountModule AccountKind = "module"
+	// AccountInstance, AccountNode, AccountEnrolment and AccountPerson are one principal's,
+	// named like its user: a module's instance, a machine, an enrolling machine, a person.
+	AccountInstance  AccountKind = "instance"
+	AccountNode      AccountKind = "node"
+	AccountEnrolment AccountKind = "enrolment"
+	AccountPerson    AccountKind = "person"
+	// AccountHub is a tool hub of operator mode: no users, every tool of its share of the
+	// serving accounts (compiler/operator.go).
+	AccountHub AccountKind = "hub"
+)
+
+// accountKind is the kind of the account a user of kind k lives in, with an account per module.
+func accountKind(k UserKind) AccountKind {
+	switch k {
+	case KindServer:
+		return AccountModule
+	case KindModule:
+		return AccountInstance
+	case KindNode:
+		return AccountNode
+	case KindEnrolment:
+		return AccountEnrolment
+	case KindPerson:
+		return AccountPerson
+	}
+	return AccountMesh
 }
 
 // ExportKind says how a subject crosses from one account to another.
@@ -65,6 +108,10 @@ type Export struct {
 	// "Traps").
 	ResponseStream bool
 	Accounts       []string
+	// Module is the module whose tool this is, "" for any other subject: recorded as derived,
+	// so the JWT form, which exports and imports a module's tools as one wildcard, never reads
+	// it back out of the subject.
+	Module string
 }
 
 // Import is one subject an account takes from another, always naming the account it comes from.
@@ -72,6 +119,8 @@ type Import struct {
 	Kind    ExportKind
 	Subject string
 	Account string
+	// Module is the module whose tools this brings, "" for any other subject (see Export).
+	Module string
 }
 
 // meshExport is one subject kind the mesh's account exports. One wildcard per kind, imported by
@@ -113,27 +162,24 @@ func meshExportFor(kind ExportKind, subject string) int {
 // jetStreamInfoExport is the mesh export every account imports.
 var jetStreamInfoExport = meshExportFor(ServiceExport, JetStreamInfo)
 
-// isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool).
-func isTool(subject string) bool { return Covers(everyTool, subject) }
-
-// accountOf is the account a user other than the controller lives in: its module's for a module
-// instance, its own for every other principal.
+// accountOf is the account a user other than the controller lives in: its module's for a
+// serving user, its own for every other principal.
 func accountOf(u *User) string {
-	if u.Kind == KindModule {
+	if u.Kind == KindServer {
 		return ModuleAccount(u.Module)
 	}
 	return AccountName(u.Name)
 }
 
-// isolate derives the accounts of a mesh with an account per module from the users' own
+// isolate derives the accounts of a mesh with an account per principal from the users' own
 // permissions, which are left as they are: each import is one of its users' grants, and each
 // grant that reaches another account is an import. A grant nothing serves (a call to a tool no
 // running module serves) imports nothing, as in one account it reaches nobody.
 //
-// A module's instances share its account: their queue subscriptions to its tools compete there,
-// so a call is served by one instance, and an instance calling its own module's tool reaches it
-// without an import (an import from a sibling's account, and the sibling's back, is a cycle the
-// server refuses). Callers import each tool from the one account serving it.
+// A module's serving users share its account: their queue subscriptions to its tools compete
+// there, so a call is served by one instance. Every caller imports each tool from that one
+// account, a module's own instances too: the module's account imports nothing, so no import
+// comes back in a cycle.
 func (c *compilation) isolate() {
 	p := c.plan
 	for i := range p.Users {
@@ -142,14 +188,14 @@ func (c *compilation) isolate() {
 	if !c.ix.Catalogue.Mesh.PerModule() {
 		return
 	}
-	// One account name per module, not one string per instance.
+	// One account name per module, not one string per serving user.
 	moduleAccounts := map[string]string{}
 	others := 0 // accounts of one user each
 	for i := range p.Users {
 		u := &p.Users[i]
 		switch {
 		case u.Kind == KindController:
-		case u.Kind == KindModule:
+		case u.Kind == KindServer:
 			a, ok := moduleAccounts[u.Module]
 			if !ok {
 				a = accountOf(u)
@@ -162,23 +208,8 @@ func (c *compilation) isolate() {
 		}
 	}
 
-	// Who serves each tool: the account of the module serving it.
-	servers := map[string]string{}
-	for i := range p.Users {
-		u := &p.Users[i]
-		if u.Kind != KindModule {
-			continue
-		}
-		for _, s := range u.Subscribe.Allow {
-			if subject, _ := SplitQueue(s); isTool(subject) {
-				servers[subject] = u.Account
-			}
-		}
-	}
-	tools := slices.Sorted(maps.Keys(servers))
-
 	// The accounts in order of their first user, each with its users.
-	mesh := Account{Name: p.Account, JetStream: true}
+	mesh := Account{Name: p.Account, Kind: AccountMesh, JetStream: true}
 	// Sized once: an account is a few hundred bytes, and there are thousands.
 	naccounts := len(moduleAccounts) + others
 	accounts := make([]Account, 0, naccounts)
@@ -194,7 +225,7 @@ func (c *compilation) isolate() {
 		if !ok {
 			k = len(accounts)
 			at[u.Account] = k
-			accounts = append(accounts, Account{Name: u.Account})
+			accounts = append(accounts, Account{Name: u.Account, Kind: accountKind(u.Kind)})
 			members = append(members, nil)
 		}
 		accounts[k].Users = append(accounts[k].Users, u.Name)
@@ -219,30 +250,21 @@ func (c *compilation) isolate() {
 			a.Imports = append(a.Imports, Import{Kind: kind, Subject: subject, Account: p.Account})
 			fromMesh[k][e] = true
 		}
-		fromServer := func(tool string) {
-			server, ok := servers[tool]
-			if !ok || server == a.Name {
-				return // nobody serves it, or its own module does: served in this account
-			}
-			a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: tool, Account: server})
-			fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
-		}
 		for _, i := range members[k] {
 			u := &p.Users[i]
+			// A call to a tool nobody running serves imports nothing; a tool is served in an
+			// account where nobody calls (its module's serving users').
+			for _, t := range c.called(u) {
+				if t.Account != a.Name {
+					a.Imports = append(a.Imports, Import{Kind: ServiceExport, Subject: t.Subject, Account: t.Account, Module: t.Module})
+					fromTools[k] = append(fromTools[k], a.Imports[len(a.Imports)-1])
+				}
+			}
+			// Every other grant reaching the mesh's account is an import of the export of its
+			// kind; a tool is in none of them.
 			for _, s := range u.Publish.Allow {
-				switch {
-				case isTool(s) && !strings.ContainsAny(s, "*>"):
-					fromServer(s)
-				case isTool(s):
-					for _, t := range tools {
-						if Covers(s, t) {
-							fromServer(t)
-						}
-					}
-				default:
-					if e := meshExportFor(ServiceExport, s); e >= 0 {
-						importFromMesh(ServiceExport, s, e)
-					}
+				if e := meshExportFor(ServiceExport, s); e >= 0 {
+					importFromMesh(ServiceExport, s, e)
 				}
 			}
 			for _, s := range u.Subscribe.Allow {
@@ -250,9 +272,13 @@ func (c *compilation) isolate() {
 					importFromMesh(StreamExport, s, e)
 				}
 			}
-			// Never granted to a user: it only keeps the server from answering twice
-			// (docs/nats.md, "Traps").
-			importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+			// Never granted to a user: it only keeps the server from answering a JetStream request
+			// twice (docs/nats.md, "Traps"), so only an account whose users make one imports it.
+			// Anywhere else it let a requester aim a colluding tool server's answer at it and
+			// have the mesh account's usage delivered to the colluder.
+			if u.jetStream {
+				importFromMesh(ServiceExport, JetStreamInfo, jetStreamInfoExport)
+			}
 		}
 	})
 	// callers[server account][tool] are the accounts importing that tool from that server.
@@ -293,7 +319,7 @@ func (c *compilation) isolate() {
 	inParallel(len(accounts), func(i int) {
 		a := &accounts[i]
 		for tool, to := range callers[a.Name] {
-			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to)})
+			a.Exports = append(a.Exports, Export{Kind: ServiceExport, Subject: tool, Accounts: sortedSet(to), Module: c.servedTool(tool).Module})
 		}
 		slices.SortFunc(a.Exports, func(x, y Export) int { return strings.Compare(x.Subject, y.Subject) })
 		slices.SortFunc(a.Imports, func(x, y Import) int {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
@@ -44,8 +45,8 @@ func TestSharedAccountHasNoAccountsOfItsOwn(t *testing.T) {
 }
 
 // With an account per principal, the mesh's account holds JetStream and the controller alone;
-// every module's instances share the module's account, and every other user has an account of
-// its own, named like it.
+// a module's serving users share the module's account, and every other user — each module
+// instance too — has an account of its own, named like it.
 func TestAnAccountPerPrincipal(t *testing.T) {
 	p := compileIsolated(t, "../proof/testdata/proof.txtar", catalogue.IsolationPerModule)
 	mesh := p.Accounts[0]
@@ -55,7 +56,7 @@ func TestAnAccountPerPrincipal(t *testing.T) {
 	members := map[string][]string{}
 	for _, u := range p.Users[1:] {
 		want := u.Name
-		if u.Kind == KindModule {
+		if u.Kind == KindServer {
 			want = "mod." + u.Module
 		}
 		if u.Account != want {
@@ -97,28 +98,33 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 				continue // answers inside the account: to calls that crossed into it, to siblings
 			}
 			if !isTool(s) {
-				want = append(want, Import{ServiceExport, s, p.Account})
+				want = append(want, Import{Kind: ServiceExport, Subject: s, Account: p.Account})
 				continue
 			}
 			for tool, server := range served {
 				if Covers(s, tool) && server != u.Account {
-					want = append(want, Import{ServiceExport, tool, server})
+					want = append(want, Import{Kind: ServiceExport, Subject: tool, Account: server, Module: strings.Split(tool, ".")[2]})
 				}
 			}
 		}
 		for _, s := range u.Subscribe.Allow {
 			if strings.HasPrefix(s, "_DELIVER.") || strings.HasPrefix(s, "_INBOX.enrol.") {
-				want = append(want, Import{StreamExport, s, p.Account})
+				want = append(want, Import{Kind: StreamExport, Subject: s, Account: p.Account})
 			}
 		}
-		wants[u.Account] = append(want, Import{ServiceExport, JetStreamInfo, p.Account})
+		// An account whose users make JetStream requests imports the API's INFO, which no user
+		// is granted, so the server answers their requests once; no other account does.
+		if slices.ContainsFunc(u.Publish.Allow, func(s string) bool { return strings.HasPrefix(s, "$JS.API.") }) {
+			want = append(want, Import{Kind: ServiceExport, Subject: JetStreamInfo, Account: p.Account})
+		}
+		wants[u.Account] = want
 	}
 	importers := map[string]map[string][]string{} // source account → subject → importers
 	for _, a := range p.Accounts[1:] {
 		want := wants[a.Name]
 		slices.SortFunc(want, func(x, y Import) int { return strings.Compare(x.Subject+" "+x.Account, y.Subject+" "+y.Account) })
 		want = slices.Compact(want)
-		if diff := cmp.Diff(want, a.Imports); diff != "" {
+		if diff := cmp.Diff(want, a.Imports, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%s's imports are not its users' grants (-grants +imports):\n%s", a.Name, diff)
 		}
 		for _, i := range a.Imports {
@@ -145,9 +151,8 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	// Spot checks against the proof's catalogue, written out.
 	alice := account(t, p, "person.alice")
 	if diff := cmp.Diff([]Import{
-		{ServiceExport, JetStreamInfo, "proof"},
-		{ServiceExport, "mesh.mod.catalog.tool.lookup", "mod.catalog"},
-		{ServiceExport, "mesh.mod.registry.tool.prune", "mod.registry"},
+		{Kind: ServiceExport, Subject: "mesh.mod.catalog.tool.lookup", Account: "mod.catalog", Module: "catalog"},
+		{Kind: ServiceExport, Subject: "mesh.mod.registry.tool.prune", Account: "mod.registry", Module: "registry"},
 	}, alice.Imports); diff != "" {
 		t.Errorf("alice (may call every tool) imports every served tool from its server:\n%s", diff)
 	}
@@ -158,11 +163,12 @@ func TestImportsAreExactlyTheGrants(t *testing.T) {
 	}
 }
 
-// A module running on two machines is one account, serving its tool once: a caller imports the
-// tool from that account alone (imported from every instance's, each call was delivered to every
-// instance), and an instance calling its own module's tool imports nothing, reaching its siblings'
-// queue subscriptions inside the account (an import from a sibling's account, and the sibling's
-// back, is a cycle the server refuses to load).
+// A module running on two machines serves its tool once, from the module's account, which holds
+// its serving users alone: every caller imports the tool from that account — its own instances
+// too, each from an account of its own — and the module's account imports nothing, so nothing
+// comes back in a cycle (imported from every instance's, each call was delivered to every
+// instance; an instance importing its own module's tool from a sibling that imported it back was
+// a cycle the server refused to load).
 func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 	p := compileIsolated(t, "testdata/instances.txtar", catalogue.IsolationPerModule)
 	lookup := Tool("catalog", "lookup")
@@ -175,52 +181,64 @@ func TestACallerImportsAToolFromItsModulesAccount(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff([]Import{{ServiceExport, lookup, "mod.catalog"}}, imports("mod.notifier")); diff != "" {
-		t.Errorf("notifier imports lookup from catalog's account:\n%s", diff)
-	}
-	if got := imports("mod.catalog"); len(got) != 0 {
-		t.Errorf("catalog's own account imports its own tool: %v", got)
+	fromCatalog := []Import{{Kind: ServiceExport, Subject: lookup, Account: "mod.catalog", Module: "catalog"}}
+	for _, caller := range []string{"mod.laptop.notifier", "mod.anchor.catalog", "mod.laptop.catalog"} {
+		if diff := cmp.Diff(fromCatalog, imports(caller)); diff != "" {
+			t.Errorf("%s imports lookup from catalog's account:\n%s", caller, diff)
+		}
 	}
 	catalog := account(t, p, "mod.catalog")
-	if !slices.Equal(catalog.Users, []string{"mod.anchor.catalog", "mod.laptop.catalog"}) {
-		t.Errorf("catalog's account holds %v, want both instances", catalog.Users)
+	if !slices.Equal(catalog.Users, []string{"serve.anchor.catalog", "serve.laptop.catalog"}) || slices.ContainsFunc(catalog.Imports, func(i Import) bool { return i.Module != "" }) || catalog.Kind != AccountModule {
+		t.Errorf("catalog's account holds %v and imports %v, want both serving users and no tool", catalog.Users, catalog.Imports)
 	}
-	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.notifier"}}}, catalog.Exports); diff != "" {
+	if diff := cmp.Diff([]Export{{Kind: ServiceExport, Subject: lookup, Accounts: []string{"mod.anchor.catalog", "mod.laptop.catalog", "mod.laptop.notifier"}, Module: "catalog"}}, catalog.Exports); diff != "" {
 		t.Errorf("catalog's account exports its tool to its callers' accounts:\n%s", diff)
+	}
+	if a := account(t, p, "mod.anchor.catalog"); !slices.Equal(a.Users, []string{"mod.anchor.catalog"}) || a.Kind != AccountInstance {
+		t.Errorf("an instance's account holds %v (%s), want the instance alone", a.Users, a.Kind)
 	}
 }
 
-// With an account per module, a tool server answers without allow_responses: the server's `_R_`
-// replies (what every call from another account carries) and, when its module calls its own tool,
-// its siblings' inboxes (what their calls carry inside the account). allow_responses let an
-// instance answer a self-call it made itself at any reply, a sibling's pull among them. In one
-// account every caller's inbox is a reply, so allow_responses stays.
+// With an account per principal, a serving user answers without allow_responses: the server's
+// `_R_` replies, which every call carries, since every call crosses an import into the module's
+// account. No instance is granted another's inbox: allow_responses let an instance answer a
+// self-call it made itself at any reply, a sibling's pull among them, and a grant of its
+// siblings' inboxes let it write into their pulls. In one account every caller's inbox is a
+// reply, so allow_responses stays, and a serving user publishes nothing else.
 func TestAToolServerAnswersOnlyTheRepliesItsCallsCarry(t *testing.T) {
 	for _, tc := range []struct {
 		archive, user, isolation string
 		publishes                []string
 		responses                bool
 	}{
-		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationPerModule, []string{"_INBOX.mod.*.catalog.>", ServiceReplies}, false},
-		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationPerModule, []string{ServiceReplies}, false},
-		{"testdata/instances.txtar", "mod.anchor.catalog", catalogue.IsolationShared, nil, true},
-		{"../proof/testdata/proof.txtar", "mod.anchor.registry", catalogue.IsolationShared, nil, true},
+		{"testdata/instances.txtar", "serve.anchor.catalog", catalogue.IsolationPerModule, []string{ServiceReplies}, false},
+		{"../proof/testdata/proof.txtar", "serve.anchor.registry", catalogue.IsolationPerModule, []string{ServiceReplies}, false},
+		{"testdata/instances.txtar", "serve.anchor.catalog", catalogue.IsolationShared, nil, true},
+		{"../proof/testdata/proof.txtar", "serve.anchor.registry", catalogue.IsolationShared, nil, true},
 	} {
 		p := compileIsolated(t, tc.archive, tc.isolation)
 		u := p.User(tc.user)
-		var answers []string
-		for _, s := range u.Publish.Allow {
-			if s == ServiceReplies || strings.HasPrefix(s, "_INBOX.") {
-				answers = append(answers, s)
-			}
+		if !slices.Equal(u.Publish.Allow, tc.publishes) || u.AllowResponses != tc.responses || (len(u.Grants.Responses) > 0) != tc.responses {
+			t.Errorf("%s, %s: publishes %v with allow_responses %v (%d response grants), want %v and %v",
+				tc.user, tc.isolation, u.Publish.Allow, u.AllowResponses, len(u.Grants.Responses), tc.publishes, tc.responses)
 		}
-		if !slices.Equal(answers, tc.publishes) || u.AllowResponses != tc.responses || (len(u.Grants.Responses) > 0) != tc.responses {
-			t.Errorf("%s, %s: answers %v with allow_responses %v (%d response grants), want %v and %v",
-				tc.user, tc.isolation, answers, u.AllowResponses, len(u.Grants.Responses), tc.publishes, tc.responses)
+		if tc.publishes == nil && !slices.Equal(u.Publish.Deny, []string{">"}) {
+			t.Errorf("%s, %s: publish %+v, want deny [>] beside allow_responses", tc.user, tc.isolation, u.Publish)
 		}
 		for _, s := range tc.publishes {
 			if why := u.Why(Publish, s); len(why) != 1 || !strings.Contains(why[0].Because, "answers") {
 				t.Errorf("%s: %s granted for %+v", tc.user, s, why)
+			}
+		}
+		// Its module user answers nothing, and no user may publish into another's inbox.
+		for _, v := range p.Users {
+			for _, s := range v.Publish.Allow {
+				if strings.HasPrefix(s, "_INBOX.") && v.Kind != KindController {
+					t.Errorf("%s (%s) may publish %s", v.Name, tc.isolation, s)
+				}
+			}
+			if v.AllowResponses && (v.Kind != KindServer || tc.isolation != catalogue.IsolationShared) {
+				t.Errorf("%s (%s) has allow_responses", v.Name, tc.isolation)
 			}
 		}
 	}

@@ -3,7 +3,6 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -15,12 +14,12 @@ type ServedTool struct {
 	Subject string `json:"subject"`
 	Module  string `json:"module"`
 	Queue   string `json:"queue"`
-	// Account is where the tool is served: its module's account with an account per module, the
-	// mesh's otherwise.
+	// Account is where the tool is served: its module's account with an account per principal,
+	// holding the module's serving users alone; the mesh's otherwise.
 	Account string `json:"account"`
-	// Callers are the accounts whose users may call it, sorted: with an account per module each
-	// caller module's and person's account (the serving module's own when it calls itself); in
-	// one account, that account.
+	// Callers are the accounts whose users may call it, sorted: with an account per principal
+	// each calling module instance's and person's (the serving module's own instances when it
+	// calls itself); in one account, that account.
 	Callers []string `json:"callers"`
 	// Hubs are, in operator mode, the tool hubs a call may reach it through (docs/nats.md,
 	// "Operator mode at scale"): a person who may call every tool calls through a hub. A hub has
@@ -39,9 +38,9 @@ const RequestInfoHeader = "Nats-Request-Info"
 
 // Caller says which account a call to the tool came from, given the call's reply subject and its
 // Nats-Request-Info header, or why the call proves no caller. The server vouches for the header's
-// `acc` on one hop only: a call that crossed a second import (a tool server answering with a
-// reply that is itself an import of the requester's account) keeps whatever `acc` the message
-// already carried, and the server then sets `svc`. So:
+// `acc` on one hop only: a call that crossed a second import (an answer, carrying a reply, that
+// landed on a subject its requester's account imports) keeps whatever `acc` the message already
+// carried, and the server then sets `svc`. So:
 //
 //   - a call whose reply is the server's `_R_.…` crossed an import into the tool's account: its
 //     caller is the header's `acc`, and only when `svc` is empty; a client cannot give an `_R_`
@@ -49,8 +48,9 @@ const RequestInfoHeader = "Nats-Request-Info"
 //   - or when `svc` is one of the tool's Hubs (operator mode): the call crossed two imports, the
 //     first into a hub, where no user can publish, so its `acc` was stamped at that first hop;
 //   - a call with any other reply was made inside the tool's account, where no import stamped
-//     it: its caller is that account (a sibling instance, or in one account anyone), whatever
-//     header it carries;
+//     it: in one account its caller is that account, whoever made it and whatever header it
+//     carries; with an account per principal the tool's account holds its module's serving users
+//     alone, who call nothing, so such a call is refused;
 //   - a call with no reply is refused: nothing tells it from one made inside the account with a
 //     header of its own.
 //
@@ -62,6 +62,9 @@ func (t ServedTool) Caller(reply, requestInfo string) (string, error) {
 	case reply == "":
 		return "", fmt.Errorf("a call to %s with no reply proves no caller: answer only calls with a reply", t.Subject)
 	case !strings.HasPrefix(reply, ServiceRepliesPrefix):
+		if !slices.Contains(t.Callers, t.Account) {
+			return "", fmt.Errorf("a call to %s with a reply of its own was made inside %s, where no user calls it: refuse it (every caller's call crosses an import and carries the server's reply)", t.Subject, t.Account)
+		}
 		account = t.Account
 	case requestInfo == "":
 		return "", fmt.Errorf("a call to %s came through an import without a %s header: refuse it (the server stamps every call it carries across accounts)", t.Subject, RequestInfoHeader)
@@ -98,60 +101,91 @@ func (p *Plan) ServedTool(subject string) *ServedTool {
 	return &p.Tools[i]
 }
 
-// servedTools derives every served tool and the accounts that may call it, from the users' grants
-// and accounts (after isolate). A wildcard grant (a person's every tool) is matched against the
-// served tools only, so the work is linear in the grants.
-func (c *compilation) servedTools() {
+// serveTools derives, from the catalogue, every tool a running module serves: each tool of each
+// module a machine runs, served in its module's queue group from its module's account (the mesh's,
+// in one account), sorted by subject. Every pass that needs who serves what reads this list; the
+// callers are added once every user has its account (toolCallers).
+func (c *compilation) serveTools() {
 	p := c.plan
-	tools := map[string]*ServedTool{}
+	p.Tools = []ServedTool{}
+	c.toolAt = map[string]int{}
+	inv := c.ix.Catalogue.Inventory
+	if inv == nil {
+		return
+	}
+	perModule := c.ix.Catalogue.Mesh.PerModule()
+	running := map[string]bool{}
+	for _, n := range inv.Nodes {
+		for _, r := range n.Runs {
+			m := c.ix.Modules[r.Value]
+			if m == nil || running[m.Name.Value] {
+				continue
+			}
+			running[m.Name.Value] = true
+			name := m.Name.Value
+			account := p.Account
+			if perModule {
+				account = ModuleAccount(name)
+			}
+			for _, t := range m.Tools {
+				subject := Tool(name, t.Value)
+				if _, dup := c.toolAt[subject]; dup {
+					continue
+				}
+				c.toolAt[subject] = len(p.Tools)
+				p.Tools = append(p.Tools, ServedTool{Subject: subject, Module: name, Queue: ToolQueue(name), Account: account})
+			}
+		}
+	}
+	slices.SortFunc(p.Tools, func(x, y ServedTool) int { return strings.Compare(x.Subject, y.Subject) })
+	for i, t := range p.Tools {
+		c.toolAt[t.Subject] = i
+	}
+}
+
+// servedTool is the served tool of a subject a user calls, or nil when no running module serves
+// it (a call nothing answers, which imports nothing).
+func (c *compilation) servedTool(subject string) *ServedTool {
+	if i, ok := c.toolAt[subject]; ok {
+		return &c.plan.Tools[i]
+	}
+	return nil
+}
+
+// called are the served tools a user's declarations call: each it names, and every one for a
+// person who may call every tool.
+func (c *compilation) called(u *User) []*ServedTool {
+	if u.callsEvery {
+		out := make([]*ServedTool, len(c.plan.Tools))
+		for i := range c.plan.Tools {
+			out[i] = &c.plan.Tools[i]
+		}
+		return out
+	}
+	var out []*ServedTool
+	for _, s := range u.calls {
+		if t := c.servedTool(s); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// toolCallers records on each served tool the accounts whose users may call it (after isolate):
+// what a tool server checks a caller against.
+func (c *compilation) toolCallers() {
+	p := c.plan
 	for i := range p.Users {
 		u := &p.Users[i]
-		if u.Kind != KindModule {
-			continue
-		}
-		for _, s := range u.Subscribe.Allow {
-			if subject, queue := SplitQueue(s); queue != "" && tools[subject] == nil {
-				tools[subject] = &ServedTool{Subject: subject, Module: u.Module, Queue: queue, Account: u.Account}
-			}
+		for _, t := range c.called(u) {
+			t.Callers = append(t.Callers, u.Account)
 		}
 	}
-	subjects := slices.Sorted(maps.Keys(tools))
-	// The tools each user calls, found for every user at once (matching each grant is most of
-	// this), then added to the tools' callers in user order.
-	calls := make([][]*ServedTool, len(p.Users))
-	inParallel(len(p.Users), func(i int) {
-		u := &p.Users[i]
-		if u.Kind == KindController {
-			return
-		}
-		for _, s := range u.Publish.Allow {
-			switch {
-			case !isTool(s):
-			case !strings.ContainsAny(s, "*>"):
-				if t := tools[s]; t != nil {
-					calls[i] = append(calls[i], t)
-				}
-			default:
-				for _, subject := range subjects {
-					if Covers(s, subject) {
-						calls[i] = append(calls[i], tools[subject])
-					}
-				}
-			}
-		}
-	})
-	for i, called := range calls {
-		for _, t := range called {
-			t.Callers = append(t.Callers, p.Users[i].Account)
-		}
-	}
-	p.Tools = make([]ServedTool, 0, len(tools))
-	for _, subject := range subjects {
-		t := tools[subject]
+	for i := range p.Tools {
+		t := &p.Tools[i]
 		t.Callers = sortedSet(t.Callers)
 		if t.Callers == nil {
 			t.Callers = []string{}
 		}
-		p.Tools = append(p.Tools, *t)
 	}
 }

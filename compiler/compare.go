@@ -218,11 +218,10 @@ func boolInt(b bool) int {
 // across the mesh, and are not called out.
 func widening(u *User, subject string, added bool, because []Grant) []string {
 	var out []string
-	// Its own inbox and acks; and a tool server's answers with an account per module: the server's
-	// replies into its module's account and its own module's instances' inboxes, what
-	// allow_responses is in one account.
-	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.") || subject == ServiceReplies ||
-		u.Kind == KindModule && subject == SiblingInboxes(u.Module)
+	// Its own inbox and acks; and a serving user's answers with an account per principal: the
+	// server's replies to the calls that crossed into its module's account, what allow_responses
+	// is in one account.
+	own := subject == Inbox(u.Name) || strings.HasPrefix(subject, "$JS.ACK.") || subject == ServiceReplies
 	if added && u.Kind == KindPerson && !own {
 		out = append(out, "a new person")
 	}

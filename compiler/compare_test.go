@@ -75,24 +75,29 @@ func TestCompareUsers(t *testing.T) {
 	}
 
 	audit := changeOf(got, "mod.laptop.audit")
-	if audit == nil || audit.Added || audit.Removed {
+	if audit == nil || audit.Added || audit.Removed || len(audit.Gained) != 0 {
 		t.Fatalf("audit: %+v", audit)
 	}
 	var gained, lost []string
-	for _, g := range audit.Gained {
-		gained = append(gained, g.Action+" "+g.Subject)
-	}
 	for _, g := range audit.Lost {
 		lost = append(lost, g.Action+" "+g.Subject)
-	}
-	if !slices.Equal(gained, []string{"pub _R_.>", "sub mesh.mod.audit.tool.replay audit"}) {
-		t.Errorf("audit gained %v", gained)
 	}
 	if !slices.Equal(lost, []string{"pub mesh.mod.catalog.tool.lookup"}) || audit.Lost[0].Because[0].Because != "calls catalog.lookup" {
 		t.Errorf("audit lost %v %+v", lost, audit.Lost)
 	}
-	// Its own tool is its own subject: no widening.
-	for _, g := range audit.Gained {
+	// Serving its tool is its serving user's, new.
+	server := changeOf(got, "serve.laptop.audit")
+	if server == nil || !server.Added || len(server.Lost) != 0 {
+		t.Fatalf("audit's serving user: %+v", server)
+	}
+	for _, g := range server.Gained {
+		gained = append(gained, g.Action+" "+g.Subject)
+	}
+	if !slices.Equal(gained, []string{"pub _R_.>", "sub mesh.mod.audit.tool.replay audit"}) {
+		t.Errorf("audit's serving user gained %v", gained)
+	}
+	// Its own tool is its own subject, and the server's replies its own answers: no widening.
+	for _, g := range server.Gained {
 		if len(g.Widening) > 0 {
 			t.Errorf("audit's own tool called widening: %+v", g)
 		}
@@ -100,7 +105,7 @@ func TestCompareUsers(t *testing.T) {
 
 	// alice is unchanged, and so is everyone else.
 	for _, uc := range got {
-		if !strings.Contains("person.carol person.bob mod.laptop.audit", uc.User) {
+		if !strings.Contains("person.carol person.bob mod.laptop.audit serve.laptop.audit", uc.User) {
 			t.Errorf("unexpected change for %s: %+v", uc.User, uc)
 		}
 	}

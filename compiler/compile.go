@@ -88,8 +88,9 @@ func (c *compilation) compile() {
 	// tools they serve are derived for findings too.
 	accounts := !c.findingsOnly || c.plan.Operator != nil
 	if accounts {
+		c.serveTools()
 		c.isolate()
-		c.servedTools()
+		c.toolCallers()
 	}
 	c.accountKeys()
 	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
@@ -113,6 +114,10 @@ type compilation struct {
 	users map[string]catalogue.Pos
 	// findingsOnly derives what the findings need, not the whole plan (Findings).
 	findingsOnly bool
+	// toolAt maps each served tool's subject to its place in the plan's Tools (serveTools).
+	toolAt map[string]int
+	// eventSubjects are the event subjects some running principal may publish (publishedEvents).
+	eventSubjects []string
 }
 
 // addUser finishes a user and admits it.
@@ -248,8 +253,11 @@ func (c *compilation) machines() {
 	for i, n := range nodes {
 		at[i+1] = at[i] + 1
 		for _, r := range n.Runs {
-			if c.ix.Modules[r.Value] != nil {
+			if m := c.ix.Modules[r.Value]; m != nil {
 				at[i+1]++
+				if len(m.Tools) > 0 {
+					at[i+1]++ // its serving user
+				}
 			}
 		}
 	}
@@ -280,7 +288,8 @@ func (c *compilation) machines() {
 }
 
 // machine derives one machine's users, finished, into users: its host agent's, then one per
-// module it runs that has a manifest, in module name order.
+// module it runs that has a manifest, in module name order, each followed by its serving user
+// when the module serves tools.
 func (c *compilation) machine(n *catalogue.Node, users []User) {
 	name := n.Name.Value
 	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
@@ -293,6 +302,8 @@ func (c *compilation) machine(n *catalogue.Node, users []User) {
 		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub},
+		// The info request of its NODES consumer.
+		jetStream: true,
 	})
 	runs := slices.Clone(n.Runs)
 	slices.SortStableFunc(runs, func(a, b catalogue.Text) int { return cmp.Compare(a.Value, b.Value) })
@@ -301,11 +312,16 @@ func (c *compilation) machine(n *catalogue.Node, users []User) {
 		if m := c.ix.Modules[r.Value]; m != nil {
 			users[k] = c.finish(c.module(name, m, r.Pos))
 			k++
+			if len(m.Tools) > 0 {
+				users[k] = c.finish(c.server(name, m, r.Pos))
+				k++
+			}
 		}
 	}
 }
 
-// module derives one module's user on one machine: exactly what its manifest declares.
+// module derives one module's user on one machine: exactly what its manifest declares, but for
+// serving its tools, which its serving user does (server).
 func (c *compilation) module(node string, m *catalogue.Module, source catalogue.Pos) User {
 	name := m.Name.Value
 	user := ModuleUserName(node, name)
@@ -328,13 +344,8 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	if len(m.Consumes) > 0 {
 		npub += 4 // consumerGrants
 	}
-	perModule := c.ix.Catalogue.Mesh.PerModule()
-	nresponses := len(m.Tools)
-	if perModule {
-		npub += 2 // ServiceReplies and SiblingInboxes, below
-		nresponses = 0
-	}
-	pub, sub, responses := sizedGrants(npub), sizedGrants(1+len(m.Tools)), sizedGrants(nresponses)
+	pub, sub := sizedGrants(npub), sizedGrants(1)
+	jetStream := len(m.Consumes) > 0
 	for _, e := range m.Emits {
 		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
 	}
@@ -349,6 +360,7 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 		if len(seat.Accepts) > 0 {
 			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", "take seat "+seat.Name.Value+"'s work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+			jetStream = true
 		}
 	}
 	for _, use := range m.Uses {
@@ -358,46 +370,59 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 			}
 		}
 	}
-	var selfCall *catalogue.Text
-	for i, call := range m.Calls {
+	var called []string
+	if len(m.Calls) > 0 {
+		called = make([]string, 0, len(m.Calls))
+	}
+	for _, call := range m.Calls {
 		module, tool := Call(call.Value)
 		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
-		if module == name && selfCall == nil {
-			selfCall = &m.Calls[i]
-		}
+		called = append(called, Tool(module, tool))
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
 		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
 	}
 	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	return User{
+		Name: user, Kind: KindModule, Source: source, Module: name,
+		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
+		Grants:    Grants{Publish: pub, Subscribe: sub},
+		calls:     called,
+		jetStream: jetStream,
+	}
+}
+
+// server derives the serving user of one module's instance on one machine, for a module that
+// serves tools: it subscribes each tool in the module's queue group only, so wherever the module
+// runs each call is served once, and answers the calls it receives. Nothing else: no events, no
+// calls, no inbox. In one account it answers by allow_responses, one reply to a request it
+// received. With an account per principal every call reaches it across an import, with the reply
+// the server wrote (`_R_.…`), so it is granted exactly those: no reply a caller chose is one it
+// may publish on, and the calls arrive in an account none of the module's own users make requests
+// in (docs/nats.md, "Answering calls without allow_responses").
+func (c *compilation) server(node string, m *catalogue.Module, source catalogue.Pos) User {
+	name := m.Name.Value
+	perModule := c.ix.Catalogue.Mesh.PerModule()
+	var pub granted
+	sub, responses := sizedGrants(len(m.Tools)), sizedGrants(len(m.Tools))
 	for _, t := range m.Tools {
-		// Only in the module's queue group: wherever the module runs, each call is served once.
 		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
 			"serve its tool "+t.Value, Tool(name, t.Value))
 		if !perModule {
 			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
 		}
 	}
-	if perModule && len(m.Tools) > 0 {
-		// With an account per module, a call from another account arrives with a reply the
-		// server wrote (`_R_.…`), and only a call from a sibling instance to the module's own
-		// tool with one in the module's account: granting exactly those, rather than
-		// allow_responses, keeps an instance that calls its own tool from answering it into a
-		// sibling's pull or acks, imports its account shares (docs/nats.md, "One account per
-		// module").
-		pub.addOf(name, m.Tools[0].Pos, "answers calls from other accounts to its tools", "answer calls from other accounts to its tools", ServiceReplies)
-		if selfCall != nil {
-			pub.addOf(name, selfCall.Pos, "answers its siblings' calls to its own tools (calls "+selfCall.Value+")",
-				"answer its sibling instances' calls to its own tools", SiblingInboxes(name))
-		}
+	if perModule {
+		pub.addOf(name, m.Tools[0].Pos, "answers calls to its tools", "answer the calls to its tools", ServiceReplies)
+		responses = nil
 	}
 	return User{
-		Name: user, Kind: KindModule, Source: source, Module: name,
+		Name: ServingUser(node, name), Kind: KindServer, Source: source, Module: name,
 		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
-		// One reply to a request it actually received: only a module that serves a tool, in
-		// one account, answers this way.
+		// One reply to a request it actually received: only a tool server, in one account,
+		// answers this way.
 		AllowResponses: len(responses) > 0,
 	}
 }
@@ -414,13 +439,17 @@ func (c *compilation) people() {
 	slices.SortStableFunc(people, func(a, b *catalogue.Person) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
 	for _, p := range people {
 		var pub, sub granted
+		var called []string
+		every := false
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", Tool("*", "*"))
+				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", everyTool)
+				every = true
 				continue
 			}
 			module, tool := Call(t.Value)
 			pub.addOf(module, t.Pos, "may-call "+t.Value, calls(module, tool), Tool(module, tool))
+			called = append(called, Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
 		sub.add(p.Name.Pos, "its own inbox", ownInbox, Inbox(user))
@@ -428,6 +457,7 @@ func (c *compilation) people() {
 			Name: user, Kind: KindPerson, Source: p.Name.Pos,
 			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
 			Grants: Grants{Publish: pub, Subscribe: sub},
+			calls:  called, callsEvery: every,
 		})
 	}
 }
@@ -474,11 +504,17 @@ func (c *compilation) streams() {
 	s := mesh.Streams
 	meshPos := catalogue.Pos{File: mesh.File}
 
-	// A history: when full, the oldest events go, and each event's cap keeps one busy emitter
-	// from pushing out the others'.
+	// A history: each event subject keeps its newest, up to its cap, and every subject at its cap
+	// fits in the stream, so the stream never fills: a full stream drops its oldest message
+	// whoever's it is, and one emitter within its caps would push out another's unread events
+	// (docs/nats.md, "Limits and floods").
 	events := streamConfig(EventsStream, s.Events, catalogue.EventsDefaults, jetstream.LimitsPolicy,
 		// The event token is why EVENTS can store events without storing tool calls.
 		"mesh.mod.*.event.>", "mesh.seat.*.event.>")
+	c.eventSubjects = c.publishedEvents()
+	if s.Events.MaxMsgsPerSubject == 0 {
+		events.MaxMsgsPerSubject = eventsPerSubject(events.MaxBytes, int64(events.MaxMsgSize), c.eventSubjects)
+	}
 	c.plan.Streams = append(c.plan.Streams, Stream{Config: events, Source: orPos(s.Events.Pos, meshPos)})
 
 	// CONTROL names its subjects rather than taking mesh.control.>, because heartbeats live under
@@ -501,6 +537,95 @@ func (c *compilation) streams() {
 		cfg := streamConfig(SeatStream(seat.Name.Value), s.Seats, catalogue.SeatsDefaults, jetstream.WorkQueuePolicy, SeatWork(seat.Name.Value))
 		c.plan.Streams = append(c.plan.Streams, Stream{Config: cfg, Source: seat.Name.Pos})
 	}
+}
+
+// publishedEvents are the event subjects some running principal may publish, sorted: each
+// running module's own events and the events of each seat a running module claims. These are
+// the subjects EVENTS stores (a grant names each exactly), so they are what its bytes must hold.
+func (c *compilation) publishedEvents() []string {
+	inv := c.ix.Catalogue.Inventory
+	if inv == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(subject string) {
+		if !seen[subject] {
+			seen[subject] = true
+			out = append(out, subject)
+		}
+	}
+	running := map[string]bool{}
+	for _, n := range inv.Nodes {
+		for _, r := range n.Runs {
+			m := c.ix.Modules[r.Value]
+			if m == nil || running[m.Name.Value] {
+				continue
+			}
+			running[m.Name.Value] = true
+			for _, e := range m.Emits {
+				add(ModuleEvent(m.Name.Value, e.Value))
+			}
+			for _, claim := range m.Claims {
+				if seat := c.ix.Seat(claim.Value); seat != nil {
+					for _, e := range seat.Emits {
+						add(SeatEvent(seat.Name.Value, e.Value))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// StoredOverhead is what a stream stores around each message beside its subject, headers and
+// body: a file store's record adds its length, sequence, time, the subject's and the headers'
+// lengths and a checksum, 34 bytes (server/filestore.go, fileStoreMsgSizeRaw); a memory store
+// less. A stream's max_bytes counts the records.
+const StoredOverhead = 34
+
+// EventsBytes is what EVENTS holds when every subject keeps perSubject messages of up to size
+// bytes: what its max_bytes must hold for no emitter to push out another's events.
+func EventsBytes(perSubject, size int64, subjects []string) int64 {
+	var n int64
+	for _, s := range subjects {
+		n += size + int64(len(s)) + StoredOverhead
+	}
+	return perSubject * n
+}
+
+// eventsPerSubject is how many messages each event subject keeps when mesh.yaml sets none: the
+// default, or fewer so that every subject at its cap fits in maxBytes, rounded down to 1, 2 or 5
+// times a power of ten so that an event added changes it rarely (a lowered cap drops what a
+// subject holds beyond it: docs/nats.md, "Changes that drop messages"). At least one: to the
+// server 0 is no cap at all, and limit-too-low says when not even one fits.
+func eventsPerSubject(maxBytes, size int64, subjects []string) int64 {
+	def := catalogue.EventsDefaults.MaxMsgsPerSubject
+	one := EventsBytes(1, size, subjects)
+	if one == 0 {
+		return def
+	}
+	return max(1, min(def, roundDown125(maxBytes/one)))
+}
+
+// roundDown125 is the largest of 1, 2, 5, 10, 20, 50, … not above n (0 for n < 1).
+func roundDown125(n int64) int64 {
+	if n < 1 {
+		return 0
+	}
+	var best int64 = 1
+	for p := int64(1); p <= n; p *= 10 {
+		for _, m := range []int64{1, 2, 5} {
+			if m*p <= n {
+				best = m * p
+			}
+		}
+		if p > n/10 {
+			break
+		}
+	}
+	return best
 }
 
 // streamConfig is one stream's configuration: the mesh's settings, and def where it sets none.

@@ -46,7 +46,7 @@ func TestUsersComeInSpecOrder(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
 	want := []string{
 		"mesh-controller",
-		"node.anchor", "mod.anchor.builder", "mod.anchor.catalog", "mod.anchor.registry",
+		"node.anchor", "mod.anchor.builder", "mod.anchor.catalog", "serve.anchor.catalog", "mod.anchor.registry",
 		"node.laptop", "mod.laptop.audit",
 		"enrol.laptop",
 		"person.alice", "person.bob",
@@ -66,15 +66,21 @@ func TestEachUserGetsExactlyItsGrants(t *testing.T) {
 		pub, sub, deny []string
 		responses      bool
 	}{{
-		// Serves a tool: in its module's queue group, answering the server's replies to calls from
-		// other accounts (an account per module, the default: no allow_responses).
+		// A module that serves a tool: its module user emits and consumes, and serves nothing.
 		user: "mod.anchor.catalog",
 		pub: []string{
 			"$JS.ACK.*.*.EVENTS.anchor_catalog.*.*.*.*.>", "$JS.ACK.EVENTS.anchor_catalog.*.*.*.*.*",
 			"$JS.API.CONSUMER.INFO.EVENTS.anchor_catalog", "$JS.API.CONSUMER.MSG.NEXT.EVENTS.anchor_catalog",
-			"_R_.>", "mesh.mod.catalog.event.upgraded",
+			"mesh.mod.catalog.event.upgraded",
 		},
-		sub: []string{"_INBOX.mod.anchor.catalog.>", "mesh.mod.catalog.tool.lookup catalog"},
+		sub: []string{"_INBOX.mod.anchor.catalog.>"},
+	}, {
+		// Its serving user: the tool in its module's queue group, answering the server's replies
+		// to the calls that crossed into the module's account (an account per principal, the
+		// default: no allow_responses), and nothing else, no inbox either.
+		user: "serve.anchor.catalog",
+		pub:  []string{"_R_.>"},
+		sub:  []string{"mesh.mod.catalog.tool.lookup catalog"},
 	}, {
 		// Holds the build-machine role: announces its event and takes its work; submits work to
 		// a seat it uses. Consumes nothing, so no EVENTS grant at all.

@@ -57,7 +57,7 @@ func TestWhyNamesTheDeclaration(t *testing.T) {
 		t.Errorf("bob publishing every tool: %+v", why)
 	}
 	// A tool is served in its module's queue group only: a plain subscription is not granted.
-	catalog := user(t, p, "mod.anchor.catalog")
+	catalog := user(t, p, "serve.anchor.catalog")
 	if why := catalog.Why(Subscribe, "mesh.mod.catalog.tool.lookup catalog"); len(why) != 1 || why[0].Because != "serves tool lookup in queue group catalog" {
 		t.Errorf("catalog subscribing its tool in its queue group: %+v", why)
 	}
@@ -68,10 +68,11 @@ func TestWhyNamesTheDeclaration(t *testing.T) {
 	}
 }
 
-// Asked about a tool it serves without its queue group, a module is told the group it must use.
+// Asked about a tool it serves without its queue group, a serving user is told the group it must
+// use.
 func TestNearestNamesTheQueueGroup(t *testing.T) {
 	p, _ := compileArchive(t, "testdata/small.txtar")
-	catalog := user(t, p, "mod.anchor.catalog")
+	catalog := user(t, p, "serve.anchor.catalog")
 	for subject, want := range map[string]string{
 		"mesh.mod.catalog.tool.lookup":       `only as a subscription in queue group catalog (ask about "mesh.mod.catalog.tool.lookup catalog")`,
 		"mesh.mod.catalog.tool.lookup other": "only in queue group catalog, not other",

@@ -69,7 +69,7 @@ func (c *compilation) limits() {
 	}
 	js := c.jetStreamLimits(l)
 	if len(p.Accounts) == 0 {
-		p.shared = Account{Name: p.Account, JetStream: true, Users: make([]string, len(p.Users))}
+		p.shared = Account{Name: p.Account, Kind: AccountMesh, JetStream: true, Users: make([]string, len(p.Users))}
 		for i, u := range p.Users {
 			p.shared.Users[i] = u.Name
 		}
@@ -107,7 +107,7 @@ func (p *Plan) MeshAccount() *Account {
 	if !p.shared.JetStream {
 		// A plan not from the compiler (read back from plan.json, or made by a test): the mesh's
 		// account with no limits derived. A new one, never stored: renderers read a plan at once.
-		return &Account{Name: p.Account, JetStream: true}
+		return &Account{Name: p.Account, Kind: AccountMesh, JetStream: true}
 	}
 	return &p.shared
 }
@@ -168,6 +168,31 @@ func (c *compilation) jetStreamLimits(l catalogue.Limits) JetStreamLimits {
 	return js
 }
 
+// eventsTooLow says when EVENTS cannot hold every event subject at its cap: it would fill, and a
+// full stream drops its oldest message whoever's it is, so one emitter within its caps would push
+// out another's unread events (docs/nats.md, "Limits and floods"). With max-msgs-per-subject left
+// out the cap is derived to fit (eventsPerSubject), and this fires only when not even one message
+// of each subject does. With no event published yet, one subject at its cap must fit, as for
+// every stream.
+func (c *compilation) eventsTooLow(at catalogue.Pos, settings catalogue.StreamSettings, maxBytes, size int64) {
+	subjects := c.eventSubjects
+	perSubject := settings.MaxMsgsPerSubject
+	if perSubject == 0 {
+		perSubject = eventsPerSubject(maxBytes, size, subjects)
+	}
+	need := EventsBytes(perSubject, size, subjects)
+	if need <= maxBytes {
+		return
+	}
+	one := EventsBytes(1, size, subjects)
+	fix := fmt.Sprintf("raise max-bytes to at least %d, or lower max-msg-size", need)
+	if settings.MaxMsgsPerSubject > 0 && maxBytes >= one {
+		fix = fmt.Sprintf("raise max-bytes to at least %d, lower max-msgs-per-subject to %d, or leave it out and meshc derives the most that fits", need, maxBytes/one)
+	}
+	c.findings = append(c.findings, RuleLimitTooLow.At(at, "streams.events keeps at most %s, but its %d event subjects at %d messages each of up to %s need %s: a full stream drops its oldest event whoever emitted it, so one emitter within its caps would push out another's unread events; %s",
+		catalogue.Bytes(maxBytes), len(subjects), perSubject, catalogue.Bytes(size), catalogue.Bytes(need), fix))
+}
+
 // limitsTooLow says where a stream's limits or a connection's cannot hold what the catalogue's
 // own objects need.
 func (c *compilation) limitsTooLow(conn AccountLimits) {
@@ -186,7 +211,9 @@ func (c *compilation) limitsTooLow(conn AccountLimits) {
 		if g.key == "nodes" {
 			perSubject = 1
 		}
-		if need := size * perSubject; maxBytes < need {
+		if g.key == "events" && len(c.eventSubjects) > 0 {
+			c.eventsTooLow(at, g.settings, maxBytes, size)
+		} else if need := size * perSubject; maxBytes < need {
 			what := fmt.Sprintf("one subject's %d messages of up to %s need %s", perSubject, catalogue.Bytes(size), catalogue.Bytes(need))
 			if perSubject == 1 {
 				what = fmt.Sprintf("one message of up to %s does not fit", catalogue.Bytes(size))
@@ -200,10 +227,15 @@ func (c *compilation) limitsTooLow(conn AccountLimits) {
 		}
 	}
 	for _, u := range c.plan.Users {
-		// Its own subscriptions, and the one a pull in flight takes on its inbox.
-		if need := int64(len(u.Subscribe.Allow) + 1); need > conn.Subscriptions {
-			c.findings = append(c.findings, RuleLimitTooLow.At(u.Source, "bus user %s subscribes %d subjects and a pull's inbox, but limits.max-subscriptions lets a connection hold %d: it could not subscribe them all; raise limits.max-subscriptions to at least %d",
-				u.Name, need-1, conn.Subscriptions, need))
+		// Its own subscriptions, and the one a pull in flight takes on its inbox (a serving
+		// user makes no request: it has no inbox).
+		need := int64(len(u.Subscribe.Allow) + 1)
+		if u.Kind == KindServer {
+			need--
+		}
+		if need > conn.Subscriptions {
+			c.findings = append(c.findings, RuleLimitTooLow.At(u.Source, "bus user %s subscribes %d subjects%s, but limits.max-subscriptions lets a connection hold %d: it could not subscribe them all; raise limits.max-subscriptions to at least %d",
+				u.Name, len(u.Subscribe.Allow), map[bool]string{true: " and a pull's inbox"}[u.Kind != KindServer], conn.Subscriptions, need))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -193,13 +194,14 @@ func TestCapacityRulesFireJustBelowTheNeed(t *testing.T) {
 	const catalog = `
 -- modules/catalog.yaml --
 module: catalog
-tools: [lookup, search]
+tools: [lookup, search, list, count]
 -- inventory.yaml --
 nodes:
   - {name: anchor, runs: [catalog]}
 `
 	// Three streams and apply's bucket; CONTROL has two consumers; the streams keep 1 GiB + 64
-	// MiB + 256 MiB on disk; mod.anchor.catalog subscribes its inbox and two tools, and a pull.
+	// MiB + 256 MiB on disk; serve.anchor.catalog subscribes four tools, more than any other user
+	// (the controller, a machine and mod.anchor.catalog: two and a pull's inbox).
 	const file = 1<<30 + 64<<20 + 256<<20
 	for _, c := range []struct {
 		limits string
@@ -248,5 +250,79 @@ nodes:
 				t.Fatalf("%d limit-too-low findings: %v", got, findings)
 			}
 		})
+	}
+}
+
+// EVENTS holds every event subject at its cap, so it never fills: a full stream drops its oldest
+// message whoever's it is. Left out, each subject's cap is derived to fit, rounded down to 1, 2 or
+// 5 times a power of ten and never above the default; set, it must fit, and limit-too-low says so
+// one message below. Not even one message of each fitting is limit-too-low either way.
+func TestEventsHoldEverySubjectAtItsCap(t *testing.T) {
+	const catalog = `
+-- modules/a.yaml --
+module: a
+emits: [one, two]
+-- modules/b.yaml --
+module: b
+emits: [three]
+seats:
+  - {name: s, scope: mesh, emits: [held]}
+claims: [s]
+-- modules/idle.yaml --
+module: idle
+emits: [never]
+-- inventory.yaml --
+nodes:
+  - {name: anchor, runs: [a, b]}
+`
+	// a's two, b's one and its seat's: the idle module runs nowhere, so publishes nothing.
+	subjects := []string{"mesh.mod.a.event.one", "mesh.mod.a.event.two", "mesh.mod.b.event.three", "mesh.seat.s.event.held"}
+	one := EventsBytes(1, 1000, subjects)
+	if one != 4*(1000+StoredOverhead)+int64(len(strings.Join(subjects, ""))) {
+		t.Fatalf("one message of each subject: %d bytes", one)
+	}
+	events := func(p *Plan) jetstream.StreamConfig {
+		return p.Streams[slices.IndexFunc(p.Streams, func(s Stream) bool { return s.Config.Name == EventsStream })].Config
+	}
+	for _, c := range []struct {
+		streams    string
+		perSubject int64
+		fires      bool
+	}{
+		// Derived: 57 of each fit, so 50.
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000}}", 57*one), 50, false},
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000}}", 57*one-1), 50, false},
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000}}", 2*one-1), 1, false},
+		// Never above the default, whatever room there is.
+		{"{events: {max-msg-size: 1000}}", catalogue.EventsDefaults.MaxMsgsPerSubject, false},
+		// Not one of each fits.
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000}}", one-1), 1, true},
+		// Set: it must fit.
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000, max-msgs-per-subject: 57}}", 57*one), 57, false},
+		{fmt.Sprintf("{events: {max-bytes: %d, max-msg-size: 1000, max-msgs-per-subject: 57}}", 57*one-1), 57, true},
+	} {
+		t.Run(c.streams, func(t *testing.T) {
+			p, findings := compileText(t, "-- mesh.yaml --\nname: novox\nstreams: "+c.streams+catalog)
+			if got := events(p).MaxMsgsPerSubject; got != c.perSubject {
+				t.Errorf("each event subject keeps %d, want %d", got, c.perSubject)
+			}
+			var said []string
+			for _, f := range findings {
+				if f.Rule == RuleLimitTooLow.ID {
+					said = append(said, f.Message)
+				}
+			}
+			if (len(said) == 1) != c.fires || len(said) > 1 {
+				t.Fatalf("limit-too-low: %q, want it to fire: %v", said, c.fires)
+			}
+			if c.fires && !strings.Contains(said[0], "its 4 event subjects") {
+				t.Errorf("the finding does not count the subjects: %s", said[0])
+			}
+		})
+	}
+	for n, want := range map[int64]int64{0: 0, 1: 1, 4: 2, 9: 5, 10: 10, 19: 10, 20: 20, 49: 20, 2730: 2000, 10000: 10000, 99999: 50000} {
+		if got := roundDown125(n); got != want {
+			t.Errorf("roundDown125(%d) = %d, want %d", n, got, want)
+		}
 	}
 }

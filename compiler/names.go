@@ -18,16 +18,16 @@ import (
 // ControllerUser is the control plane's username: always present, always first.
 const ControllerUser = "mesh-controller"
 
-// NodeUser, ModuleUserName, EnrolmentUser and PersonUserName are the usernames (docs/catalogue.md,
-// "Users").
+// NodeUser, ModuleUserName, ServingUser, EnrolmentUser and PersonUserName are the usernames
+// (docs/catalogue.md, "Users").
 func NodeUser(node string) string               { return "node." + node }
 func ModuleUserName(node, module string) string { return "mod." + node + "." + module }
 func EnrolmentUser(node string) string          { return "enrol." + node }
 func PersonUserName(person string) string       { return "person." + person }
 
 // UserNames is the set of usernames the catalogue derives, without compiling it: the controller,
-// each machine's host agent, one user per module it runs that has a manifest, each enrolling
-// machine's and each person's. What needs only the names — whether a record in credentials.yaml
+// each machine's host agent, one user per module it runs that has a manifest (and its serving user
+// when the module serves tools), each enrolling machine's and each person's. What needs only the names — whether a record in credentials.yaml
 // still belongs to somebody — asks this rather than a plan. TestUserNamesAreThePlansUsers holds
 // it to the compiled plan's users.
 func UserNames(ix *catalogue.Index) map[string]bool {
@@ -39,8 +39,11 @@ func UserNames(ix *catalogue.Index) map[string]bool {
 	for _, n := range inv.Nodes {
 		names[NodeUser(n.Name.Value)] = true
 		for _, r := range n.Runs {
-			if ix.Modules[r.Value] != nil {
+			if m := ix.Modules[r.Value]; m != nil {
 				names[ModuleUserName(n.Name.Value, r.Value)] = true
+				if len(m.Tools) > 0 {
+					names[ServingUser(n.Name.Value, r.Value)] = true
+				}
 			}
 		}
 		if n.Enrolling && n.Name.Value != "" {
@@ -53,17 +56,26 @@ func UserNames(ix *catalogue.Index) map[string]bool {
 	return names
 }
 
-// AccountName is the account a machine, an enrolling machine or a person lives in when the mesh
-// gives each principal its own: the username itself, so a tool server reading the caller's
-// account in the Nats-Request-Info header reads the caller. A derived username holds letters,
-// digits, '-' and '.' only, and a mesh's name holds no '.', so no derived account can take the
-// mesh's name.
+// ServingUser is the user a module's instance on one machine serves the module's tools as, beside
+// its module user: it subscribes the module's tools in the module's queue group and may answer the
+// calls it receives, nothing else. A user of its own so that, with an account per principal, the
+// calls live in an account where no user of the module makes a request of its own: a call that
+// crossed two imports then always says so (docs/nats.md, "Who called a tool").
+func ServingUser(node, module string) string { return "serve." + node + "." + module }
+
+// AccountName is the account a machine, a module's instance, an enrolling machine or a person
+// lives in when the mesh gives each principal its own: the username itself, so a tool server
+// reading the caller's account in the Nats-Request-Info header reads the caller. A derived
+// username holds letters, digits, '-' and '.' only, and a mesh's name holds no '.', so no derived
+// account can take the mesh's name.
 func AccountName(user string) string { return user }
 
-// ModuleAccount is the account every instance of a module lives in when the mesh gives each
-// principal its own: one account per module, so the instances' queue subscriptions to the
-// module's tools compete inside it and a call is served once (docs/nats.md, "One account per
-// module"). Two tokens, where a module instance's username has three, so it is no user's name.
+// ModuleAccount is the account a module's tools are served from when the mesh gives each
+// principal its own: one account per module holding each instance's serving user, so their queue
+// subscriptions to the module's tools compete inside it and a call is served once, and every
+// caller — its own module's instances too — imports the tools from it (docs/nats.md, "An account
+// per instance, the tools apart"). Two tokens, where every username but the controller's and a
+// machine's has three, so it is no user's name.
 func ModuleAccount(module string) string { return "mod." + module }
 
 // The subjects.
@@ -123,10 +135,6 @@ func Inbox(user string) string { return InboxPrefix(user) + ".>" }
 // library's default prefix is refused its first subscription (docs/nats.md, "Inbox prefixes").
 func InboxPrefix(user string) string { return "_INBOX." + user }
 
-// SiblingInboxes are the inboxes of every instance of a module, on any machine: where an instance
-// answers a sibling's call to the module's own tool, when the mesh gives each module an account.
-func SiblingInboxes(module string) string { return Inbox(ModuleUserName("*", module)) }
-
 // ServiceReplies are the reply subjects the server gives a request that crossed into another
 // account through an import, `_R_.<account's prefix>.<random>`: the only replies a call from
 // another account carries (docs/nats.md, "Answering calls without allow_responses").
@@ -179,14 +187,24 @@ func AckV2(stream, consumer string) string {
 // JetStreamSubjects are every JetStream API and ack subject: what the mesh's account exports, as
 // one service answered by a stream, for the pulls, consumer info and acks other accounts import.
 // One export, because the server drops a message that would cross one export twice: an answer a
-// pull or an ack sent back into a module's account cannot then cross into a sibling instance's
-// pull (docs/nats.md, "One account per module").
+// pull or an ack sent back into an account cannot then cross it again into another consumer's
+// pull (docs/nats.md, "An account per instance, the tools apart").
 const JetStreamSubjects = "$JS.>"
 
 // JetStreamInfo is the JetStream API's account-info request. An account without JetStream must
 // import it from the account that has it, or the server answers every request of its users twice
 // (docs/nats.md, "Traps").
 const JetStreamInfo = "$JS.API.INFO"
+
+// MaxControlLine is the longest protocol line (a CONNECT, a PUB and its subject and reply) the
+// servers meshc configures take from a client, max_control_line: a longer one closes the
+// connection at once, where under the default 4 KiB a publish the client may not make is refused
+// and logged with its whole subject, each refusal as long as the subject (docs/nats.md, "Limits
+// and floods"). Not lower: an operator-mode client's CONNECT carries its JWT, about 900 bytes
+// for a user of the mesh and more for the system user, and 512 refused them all. Names of at
+// most 63 and events, tools and kinds of at most 255 characters keep every line meshc's clients
+// send with a derived subject below 700.
+const MaxControlLine = 2048
 
 // The mesh's own streams.
 const (

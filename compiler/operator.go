@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,7 @@ type OperatorKeys struct {
 // the time it was issued and its id, which apply stamps when it signs.
 type AccountClaims struct {
 	Name   string
+	Kind   AccountKind
 	Claims *jwt.AccountClaims
 	// From are the accounts this one imports from, by name: apply pushes them first.
 	From []string
@@ -145,7 +147,7 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 			}
 			ac.Imports = append(ac.Imports, &jwt.Import{Name: i.Account, Subject: jwt.Subject(i.Subject), Account: exporter, Type: exportType(i.Kind)})
 		}
-		out = append(out, AccountClaims{Name: a.Name, Claims: ac, From: sortedSet(from)})
+		out = append(out, AccountClaims{Name: a.Name, Kind: a.Kind, Claims: ac, From: sortedSet(from)})
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", excerptList(missing, 10))
@@ -176,46 +178,86 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 // about 430 KB of JWT, well under the cap whatever the share a hash gives one hub.
 const HubShare = 2000
 
-// toolModule is the module of a tool subject, "" for any other subject.
-func toolModule(subject string) string {
-	t := strings.Split(subject, ".")
-	if len(t) != 5 || t[0] != "mesh" || t[1] != "mod" || t[3] != "tool" || t[2] == "*" || t[2] == ">" {
-		return ""
-	}
-	return t[2]
-}
-
 // everyTool is the subject of every tool, which a person's "*" is granted.
 var everyTool = Tool("*", "*")
+
+// callsEveryTool reports whether a user of the account may call every tool (a person's "*").
+func callsEveryTool(a *Account, users map[string]*User) bool {
+	return slices.ContainsFunc(a.Users, func(name string) bool { u := users[name]; return u != nil && u.callsEvery })
+}
+
+// servingModules maps each account that exports tools to the modules whose tools it exports.
+func servingModules(accounts []Account) map[string][]string {
+	serving := map[string][]string{}
+	for _, a := range accounts {
+		for _, e := range a.Exports {
+			if e.Module != "" && e.Kind == ServiceExport && !slices.Contains(serving[a.Name], e.Module) {
+				serving[a.Name] = append(serving[a.Name], e.Module)
+			}
+		}
+	}
+	return serving
+}
+
+// ShareHubs derives the plan's tool hubs again with at most share serving accounts a hub (0:
+// HubShare), and its served tools' hubs and keys with them: a test of a mesh with several hubs,
+// which would otherwise take thousands of serving modules.
+func (p *Plan) ShareHubs(share int) {
+	p.hubShare = share
+	p.Hubs = p.toolHubs()
+	for i := range p.Tools {
+		p.Tools[i].Hubs, p.Tools[i].Keys = nil, nil
+	}
+	if p.Operator != nil {
+		p.operatorTools()
+	}
+}
+
+// toolHubs derives the tool hubs of an operator-mode mesh from its accounts, once (compile):
+// none unless an account whose users may call every tool serves none itself; then enough hubs
+// that each imports the tools of at most about HubShare serving accounts, each serving account
+// in the one its name hashes to. Every later reader — the JWTs, the served tools' hubs, the
+// accounts apply pushes — reads these.
+func (p *Plan) toolHubs() []Account {
+	plain := p.accounts()
+	serving := servingModules(plain)
+	users := p.usersByName()
+	if len(serving) == 0 || !slices.ContainsFunc(plain, func(a Account) bool {
+		return callsEveryTool(&a, users) && len(serving[a.Name]) == 0
+	}) {
+		return nil
+	}
+	share := cmp.Or(p.hubShare, HubShare)
+	hubs := make([]Account, (len(serving)+share-1)/share)
+	for k := range hubs {
+		hubs[k] = Account{Name: ToolHubAccount(k + 1), Kind: AccountHub, Exports: []Export{{Kind: ServiceExport, Subject: everyTool}},
+			Limits: AccountLimits{NoLeafnodes: true}}
+	}
+	for _, name := range slices.Sorted(maps.Keys(serving)) {
+		h := &hubs[hubOf(name, len(hubs))]
+		for _, m := range serving[name] {
+			h.Imports = append(h.Imports, Import{Kind: ServiceExport, Subject: Tool(m, "*"), Account: name, Module: m})
+		}
+	}
+	return sortedJWT(hubs)
+}
 
 // jwtAccounts are the plan's accounts with exports and imports as the JWTs say them, then the tool
 // hubs.
 func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 	plain := p.accounts()
-	out := make([]Account, 0, len(plain)+1)
-	// Who may call every tool, and who serves which modules' tools.
-	var callers []int
-	serving := map[string][]string{} // account → modules whose tools it exports
+	out := make([]Account, 0, len(plain)+len(p.Hubs))
+	serving := servingModules(plain)
 	for _, a := range plain {
-		for _, e := range a.Exports {
-			if m := toolModule(e.Subject); m != "" && e.Kind == ServiceExport && !slices.Contains(serving[a.Name], m) {
-				serving[a.Name] = append(serving[a.Name], m)
-			}
-		}
-	}
-	for _, a := range plain {
-		var grants []string
-		for _, name := range a.Users {
-			if u := users[name]; u != nil {
-				grants = append(grants, u.Publish.Allow...)
-			}
-		}
-		every := slices.ContainsFunc(grants, func(g string) bool { return Covers(g, everyTool) })
-		j := Account{Name: a.Name, JetStream: a.JetStream, Users: a.Users, Limits: a.Limits, JetStreamLimits: a.JetStreamLimits}
+		every := callsEveryTool(&a, users)
+		// Through the hubs, unless it serves tools itself: its import of every tool from a hub
+		// would bring its own back, a cycle.
+		viaHubs := every && len(serving[a.Name]) == 0 && len(p.Hubs) > 0
+		j := Account{Name: a.Name, Kind: a.Kind, JetStream: a.JetStream, Users: a.Users, Limits: a.Limits, JetStreamLimits: a.JetStreamLimits}
 		seen := map[string]bool{}
 		for _, e := range a.Exports {
-			if m := toolModule(e.Subject); m != "" && e.Kind == ServiceExport {
-				if e.Subject = Tool(m, "*"); seen[e.Subject] {
+			if e.Module != "" && e.Kind == ServiceExport {
+				if e.Subject = Tool(e.Module, "*"); seen[e.Subject] {
 					continue
 				}
 				seen[e.Subject] = true
@@ -225,12 +267,12 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 		j.Exports = withoutContained(j.Exports)
 		seenImport := map[Import]bool{}
 		for _, i := range a.Imports {
-			if m := toolModule(i.Subject); m != "" && i.Kind == ServiceExport {
-				if every && len(serving[a.Name]) == 0 {
-					continue // through the hubs (an account serving tools would import its own back: a cycle)
+			if i.Module != "" && i.Kind == ServiceExport {
+				if viaHubs {
+					continue
 				}
-				if slices.ContainsFunc(grants, func(g string) bool { return Covers(g, Tool(m, "*")) }) {
-					i.Subject = Tool(m, "*")
+				if every {
+					i.Subject = Tool(i.Module, "*") // its users may call every tool of the module
 				}
 			}
 			if !seenImport[i] {
@@ -238,31 +280,14 @@ func (p *Plan) jwtAccounts(users map[string]*User) []Account {
 				j.Imports = append(j.Imports, i)
 			}
 		}
-		if every && len(serving[a.Name]) == 0 {
-			callers = append(callers, len(out))
+		if viaHubs {
+			for _, h := range p.Hubs {
+				j.Imports = append(j.Imports, Import{Kind: ServiceExport, Subject: everyTool, Account: h.Name})
+			}
 		}
 		out = append(out, j)
 	}
-	if len(callers) == 0 || len(serving) == 0 {
-		return sortedJWT(out)
-	}
-	hubs := make([]Account, (len(serving)+HubShare-1)/HubShare)
-	for k := range hubs {
-		hubs[k] = Account{Name: ToolHubAccount(k + 1), Exports: []Export{{Kind: ServiceExport, Subject: everyTool}},
-			Limits: AccountLimits{NoLeafnodes: true}}
-	}
-	for _, name := range slices.Sorted(maps.Keys(serving)) {
-		h := &hubs[hubOf(name, len(hubs))]
-		for _, m := range serving[name] {
-			h.Imports = append(h.Imports, Import{Kind: ServiceExport, Subject: Tool(m, "*"), Account: name})
-		}
-	}
-	for _, c := range callers {
-		for _, h := range hubs {
-			out[c].Imports = append(out[c].Imports, Import{Kind: ServiceExport, Subject: everyTool, Account: h.Name})
-		}
-	}
-	return sortedJWT(append(out, hubs...))
+	return sortedJWT(append(out, p.Hubs...))
 }
 
 // withoutContained drops each export another export of its kind contains: a JWT refuses exports
@@ -458,10 +483,10 @@ func CheckSizes(claims []AccountClaims) error {
 func whyLarge(a AccountClaims) string {
 	users := len(a.Claims.SigningKeys) - 1 // the probe's
 	switch {
-	case users > len(a.Claims.Imports) && !strings.HasPrefix(a.Name, ModuleAccount("")):
+	case users > len(a.Claims.Imports) && a.Kind != AccountModule:
 		return "the account holds every user (isolation: shared-account); give each module an account of its own (isolation: account-per-module)"
 	case users > len(a.Claims.Imports):
-		return fmt.Sprintf("a module's instances share its account, and its %d are a signing key each: a module on this many machines does not fit one account JWT; run the mesh with auth: nkey, or split the module", users)
+		return fmt.Sprintf("a module's tools are served from its account, and its %d serving users are a signing key each: a module serving tools on this many machines does not fit one account JWT; run the mesh with auth: nkey, or split the module", users)
 	}
 	return fmt.Sprintf("it imports from %d accounts", len(a.Claims.Imports))
 }
@@ -523,6 +548,7 @@ func (c *compilation) accountKeys() {
 	if k == nil {
 		return
 	}
+	c.plan.Hubs = c.plan.toolHubs()
 	c.plan.operatorTools()
 	mesh := catalogue.Pos{File: catalogue.MeshFile}
 	if k.Operator == "" || k.SigningKey == "" || k.SystemAccount == "" || k.ProbeKey == "" {
@@ -560,14 +586,11 @@ func (p *Plan) operatorTools() {
 	for k, t := range p.Tools {
 		served[t.Account] = append(served[t.Account], k)
 	}
-	for _, a := range p.jwtAccounts(p.usersByName()) {
-		if len(a.Users) > 0 || len(a.Exports) != 1 || a.Exports[0].Subject != everyTool {
-			continue // not a hub
-		}
-		for _, i := range a.Imports {
+	for _, h := range p.Hubs {
+		for _, i := range h.Imports {
 			for _, k := range served[i.Account] {
-				if t := &p.Tools[k]; Covers(i.Subject, t.Subject) {
-					t.Hubs = append(t.Hubs, a.Name)
+				if t := &p.Tools[k]; t.Module == i.Module {
+					t.Hubs = append(t.Hubs, h.Name)
 				}
 			}
 		}

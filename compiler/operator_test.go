@@ -18,7 +18,12 @@ import (
 // one per account and one signing key per user.
 func operatorPlan(t *testing.T, isolation string) *Plan {
 	t.Helper()
-	p := compileIsolated(t, "../proof/testdata/proof.txtar", isolation)
+	c, loaded := cataloguetest.Load(t, "../proof/testdata/proof.txtar")
+	if len(loaded) > 0 {
+		t.Fatalf("the test catalogue does not load cleanly: %v", loaded)
+	}
+	c.Mesh.Isolation.Value, c.Mesh.Auth.Value = isolation, catalogue.AuthOperator
+	p, _ := Compile(catalogue.NewIndex(c))
 	key := func(create func() (nkeys.KeyPair, error)) string {
 		kp, err := create()
 		if err != nil {
@@ -91,8 +96,8 @@ func TestClaimsSayWhatTheAccountsFileSays(t *testing.T) {
 				// Exports: the plan's, a module's tools as one wildcard; nothing else.
 				for _, e := range a.Exports {
 					want := e.Subject
-					if m := toolModule(e.Subject); m != "" {
-						want = Tool(m, "*")
+					if e.Module != "" {
+						want = Tool(e.Module, "*")
 					}
 					i := slices.IndexFunc(ac.Exports, func(x *jwt.Export) bool { return string(x.Subject) == want })
 					if i < 0 {
@@ -266,20 +271,21 @@ func TestClaimsOverTheCapAreRefused(t *testing.T) {
 		t.Errorf("a mesh account holding every user's huge grants: %v", err)
 	}
 
-	// A module on thousands of machines: its instances share its account, a signing key each.
+	// A module serving tools on thousands of machines: its serving users share its account, a
+	// signing key each.
 	p = operatorPlan(t, catalogue.IsolationPerModule)
-	catalog := p.User("mod.anchor.catalog")
+	catalog := p.User("serve.anchor.catalog")
 	k := slices.IndexFunc(p.Accounts, func(a Account) bool { return a.Name == catalog.Account })
 	for i := range 4000 {
 		u := *catalog
-		u.Name = fmt.Sprintf("mod.machine-%d.catalog", i)
+		u.Name = fmt.Sprintf("serve.machine-%d.catalog", i)
 		kp, _ := nkeys.CreateAccount()
 		u.SigningKey, _ = kp.PublicKey()
 		p.Users = append(p.Users, u)
 		p.Accounts[k].Users = append(p.Accounts[k].Users, u.Name)
 	}
 	claims, _ = p.Claims()
-	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "account mod.catalog") || !strings.Contains(err.Error(), "its 4001 are a signing key each") || !strings.Contains(err.Error(), "auth: nkey") {
+	if err := CheckSizes(claims); err == nil || !strings.Contains(err.Error(), "account mod.catalog") || !strings.Contains(err.Error(), "its 4001 serving users are a signing key each") || !strings.Contains(err.Error(), "auth: nkey") {
 		t.Errorf("a module on 4,001 machines: %v", err)
 	}
 }
@@ -333,10 +339,12 @@ func TestToolHubs(t *testing.T) {
 	// Many serving accounts: several hubs, none over its share, each serving account in one.
 	var plain []Account
 	for i := range 2*HubShare + 10 {
-		plain = append(plain, Account{Name: fmt.Sprintf("mod.n.m%d", i), Exports: []Export{{Kind: ServiceExport, Subject: Tool(fmt.Sprintf("m%d", i), "t")}}})
+		m := fmt.Sprintf("m%d", i)
+		plain = append(plain, Account{Name: "mod.n." + m, Kind: AccountModule, Exports: []Export{{Kind: ServiceExport, Subject: Tool(m, "t"), Module: m}}})
 	}
-	big := &Plan{Account: "big", Accounts: append([]Account{{Name: "big", JetStream: true}, {Name: "person.root", Users: []string{"person.root"}}}, plain...),
-		Users: []User{{Name: "person.root", Publish: Permission{Allow: []string{everyTool}}}}}
+	big := &Plan{Account: "big", Accounts: append([]Account{{Name: "big", Kind: AccountMesh, JetStream: true}, {Name: "person.root", Kind: AccountPerson, Users: []string{"person.root"}}}, plain...),
+		Users: []User{{Name: "person.root", Kind: KindPerson, Publish: Permission{Allow: []string{everyTool}}, callsEvery: true}}}
+	big.Hubs = big.toolHubs()
 	accounts := big.jwtAccounts(big.usersByName())
 	hubOf := map[string]string{}
 	hubs := 0
@@ -362,7 +370,8 @@ func TestToolHubs(t *testing.T) {
 	if len(root.Imports) != 3 {
 		t.Errorf("person.root imports %v, want every tool from each of the 3 hubs", root.Imports)
 	}
-	big.Accounts = append(big.Accounts, Account{Name: "mod.n.new", Exports: []Export{{Kind: ServiceExport, Subject: Tool("new", "t")}}})
+	big.Accounts = append(big.Accounts, Account{Name: "mod.n.new", Kind: AccountModule, Exports: []Export{{Kind: ServiceExport, Subject: Tool("new", "t"), Module: "new"}}})
+	big.Hubs = big.toolHubs()
 	moved := 0
 	for _, a := range big.jwtAccounts(big.usersByName()) {
 		for _, i := range a.Imports {
@@ -440,7 +449,7 @@ func TestMissingOperatorKeysAreFindings(t *testing.T) {
 			said = append(said, f.Message)
 		}
 	}
-	if len(said) != 2 || !strings.Contains(said[0], "12 account(s)") || !strings.Contains(said[0]+said[1], "meshc operator init") || !strings.Contains(said[0]+said[1], "meshc mint --missing") {
+	if len(said) != 2 || !strings.Contains(said[0], "14 account(s)") || !strings.Contains(said[0]+said[1], "meshc operator init") || !strings.Contains(said[0]+said[1], "meshc mint --missing") {
 		t.Fatalf("findings %q", said)
 	}
 	p := operatorPlan(t, catalogue.IsolationPerModule)

@@ -19,8 +19,8 @@ import (
 type Plan struct {
 	// Account is the NATS account the users live in (mesh.yaml's name).
 	Account string
-	// Users in order: the controller, then each machine followed by its modules, then enrolment
-	// users, then people.
+	// Users in order: the controller, then each machine followed by its modules (each module's
+	// user, then its serving user when it serves tools), then enrolment users, then people.
 	Users []User
 	// Streams sorted by name.
 	Streams []Stream
@@ -34,6 +34,9 @@ type Plan struct {
 	// Tools are the tools running modules serve, sorted by subject, each with the accounts that
 	// may call it: what a tool server checks a caller against.
 	Tools []ServedTool
+	// Hubs are, in operator mode, the tool hubs through which an account whose users may call
+	// every tool reaches them (compiler/operator.go), derived once, sorted by name.
+	Hubs []Account
 	// NKeys is true when users connect with nkeys (auth: nkey): each User has NKey, not Hash.
 	NKeys bool
 	// Operator is set when the mesh runs in operator mode (auth: operator): the recorded public
@@ -45,6 +48,9 @@ type Plan struct {
 
 	// shared is the one account of a shared-account mesh, with its limits (MeshAccount).
 	shared Account
+	// hubShare is how many serving accounts a tool hub imports from, when not HubShare
+	// (ShareHubs).
+	hubShare int
 
 	// checked is set by Check when the plan passes it.
 	checked bool
@@ -154,8 +160,10 @@ const (
 	KindController UserKind = "controller"
 	KindNode       UserKind = "node"
 	KindModule     UserKind = "module"
-	KindEnrolment  UserKind = "enrolment"
-	KindPerson     UserKind = "person"
+	// KindServer is a module instance's serving user: its tools, and nothing else.
+	KindServer    UserKind = "server"
+	KindEnrolment UserKind = "enrolment"
+	KindPerson    UserKind = "person"
 )
 
 // User is one bus username and exactly what it may do. Permissions are derived on every compile,
@@ -171,13 +179,14 @@ type User struct {
 	// list means everything").
 	Publish   Permission
 	Subscribe Permission
-	// AllowResponses is one reply to a request actually received; only tool servers get it.
+	// AllowResponses is one reply to a request actually received; only serving users in one
+	// account get it.
 	AllowResponses bool
 	// Hash is the recorded bcrypt hash, or "" when credentials.yaml has none for this user (or
 	// the mesh uses nkeys).
 	Hash string
-	// Module is the module a module user runs ("" for every other kind), so nothing parses it
-	// back out of the username.
+	// Module is the module a module user runs or a serving user serves ("" for every other
+	// kind), so nothing parses it back out of the username.
 	Module string
 	// Grants are Publish, Subscribe and AllowResponses one declaration at a time, each with
 	// where it was declared: for explaining a permission, never emitted.
@@ -189,6 +198,16 @@ type User struct {
 	// SigningKey is the recorded public key of the user's own scoped signing key in operator
 	// mode, or "": its account's JWT lists it with the user's permissions as its template.
 	SigningKey string
+
+	// calls are the subjects of the tools the user's declarations name one by one (a module's
+	// `calls`, a person's `may-call`), and callsEvery is a person's `may-call: ["*"]`: recorded
+	// as derived, so the passes that connect callers to served tools never read them back out of
+	// the user's grants.
+	calls      []string
+	callsEvery bool
+	// jetStream is set for a user that makes JetStream API requests: the pull and info requests
+	// of a consumer it reads.
+	jetStream bool
 }
 
 // Credential is what the server checks the user by: its recorded hash or public key, "" when

@@ -40,14 +40,14 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 	}
 	principals := map[string]bool{plan.Account: true}
 	for _, u := range plan.Users[1:] {
-		if u.Kind == compiler.KindModule {
+		if u.Kind == compiler.KindServer {
 			principals[compiler.ModuleAccount(u.Module)] = true
 		} else {
 			principals[u.Name] = true
 		}
 	}
 	if len(opts.Accounts) != len(plan.Accounts) || len(plan.Accounts) != len(principals) {
-		t.Fatalf("%d accounts parsed, %d planned, for %d principals: want the mesh's, one per module and one per other user",
+		t.Fatalf("%d accounts parsed, %d planned, for %d principals: want the mesh's, one per module serving tools and one per other user",
 			len(opts.Accounts), len(plan.Accounts), len(principals))
 	}
 	golden(t, "isolated-accounts.conf.golden", out)

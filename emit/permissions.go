@@ -169,9 +169,10 @@ func whenFull(d jetstream.DiscardPolicy) string {
 // export and import, so a grant that reaches another account shows as the import it became.
 func reviewAccounts(b *bytes.Buffer, p *compiler.Plan) {
 	b.WriteString("\n## Accounts\n\n")
-	b.WriteString("A module's instances share the module's account, where they serve its tools in one queue group; every other user\n")
-	b.WriteString("but the controller has an account of its own. A subject crosses between accounts only as an export and the matching\n")
-	b.WriteString("import, and an account's imports are exactly its users' grants.\n\n")
+	b.WriteString("Every user but the controller has an account of its own, each module instance too; a module's serving users share\n")
+	b.WriteString("the module's account, where they serve its tools in one queue group and every caller imports them from. A subject\n")
+	b.WriteString("crosses between accounts only as an export and the matching import, and an account's imports are exactly its users'\n")
+	b.WriteString("grants.\n\n")
 	b.WriteString("| account | what | kind | subject | with |\n| --- | --- | --- | --- | --- |\n")
 	for _, a := range p.Accounts {
 		// The account's cell once, then each row written piece by piece: an isolated mesh of

@@ -114,7 +114,7 @@ func missing(c *catalogue.Catalogue) []string {
 	}))
 	has("shared-names", len(c.Mesh.SharedNames) > 0)
 	s := c.Mesh.Streams
-	has("stream settings", s.Events.MaxAge > 0 && s.Events.MaxMsgsPerSubject > 0 && s.Seats.AckWait > 0)
+	has("stream settings", s.Events.MaxAge > 0 && s.Events.MaxBytes > 0 && s.Seats.AckWait > 0)
 
 	has("a module-declared seat that accepts work and emits events", anyModule(func(m *catalogue.Module) bool {
 		return slices.ContainsFunc(m.Seats, func(s *catalogue.Seat) bool { return len(s.Accepts) > 0 && len(s.Emits) > 0 })

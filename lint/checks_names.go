@@ -45,9 +45,12 @@ func validName(v string) bool {
 	return true
 }
 
+// maxTokenLen bounds a tool, a kind of work and a whole event name.
+var maxTokenLen = catalogue.TokenGrammar.MaxLen
+
 // validToken is [a-z0-9][a-z0-9_-]*: a tool, a kind of work, one token of an event name.
 func validToken(v string) bool {
-	if v == "" || (!lower(v[0]) && !digit(v[0])) {
+	if v == "" || len(v) > maxTokenLen || (!lower(v[0]) && !digit(v[0])) {
 		return false
 	}
 	for i := 1; i < len(v); i++ {
@@ -73,6 +76,9 @@ var fileKinds = []string{busUsersFile}
 const brokerSeat = "mesh-broker"
 
 func validEvent(v string) bool {
+	if len(v) > maxTokenLen {
+		return false
+	}
 	for tok := range strings.SplitSeq(v, ".") {
 		if !validToken(tok) {
 			return false
@@ -141,7 +147,7 @@ func (l *linter) checkToken(t catalogue.Text, what string) {
 	case isSubject(t.Value):
 		l.report(ruleNoSubject, t.Pos, "%s %q is written as a subject; write its name alone, and the mesh derives the subject", what, catalogue.Excerpt(t.Value))
 	case !validToken(t.Value):
-		l.report(ruleName, t.Pos, "%s %q must be one word of lower-case letters, digits, _ and -, with no dots or wildcards", what, catalogue.Excerpt(t.Value))
+		l.report(ruleName, t.Pos, "%s %q must be one word of lower-case letters, digits, _ and -, with no dots or wildcards, at most %d characters", what, catalogue.Excerpt(t.Value), maxTokenLen)
 	}
 }
 
@@ -175,7 +181,7 @@ func (l *linter) checkEmitted(t catalogue.Text, owner string) {
 		return
 	}
 	if !validEvent(v) {
-		l.report(ruleName, t.Pos, "event %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots (`built`, `image.pushed`)", catalogue.Excerpt(v))
+		l.report(ruleName, t.Pos, "event %q is not an event name: use tokens of lower-case letters, digits, _ and -, joined by dots (`built`, `image.pushed`), at most %d characters in all", catalogue.Excerpt(v), maxTokenLen)
 	}
 }
 

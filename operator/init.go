@@ -199,6 +199,8 @@ func (o *Operator) ServerConf(r ResolverOptions) (string, error) {
 	b.WriteString("# The operator this mesh's servers trust, written by meshc: no secret. Accounts are not\n")
 	b.WriteString("# configured here: meshc apply pushes them over the bus to the resolver.\n")
 	fmt.Fprintf(&b, "operator: %q\nsystem_account: %q\n", op, o.System)
+	// A client's longest protocol line: a longer one closes the connection (compiler.MaxControlLine).
+	fmt.Fprintf(&b, "max_control_line: %d\n", compiler.MaxControlLine)
 	fmt.Fprintf(&b, "resolver {\n  type: full\n  dir: %q\n  allow_delete: true\n  interval: %q\n}\n", r.Dir, r.Interval.String())
 	fmt.Fprintf(&b, "resolver_preload {\n  %q: %q\n}\n", o.System, sys)
 	return b.String(), nil

@@ -30,7 +30,7 @@ func TestInjections(t *testing.T) {
 			t.Run("a pull's reply aimed at another module's tool", func(t *testing.T) {
 				// notifier may pull its own consumer; registry serves prune, which notifier may not call.
 				event := b.connect(t, "mod.anchor.catalog").publishesAndIsStored(t, "mesh.mod.catalog.event.upgraded", "EVENTS")
-				prune := b.connect(t, "mod.anchor.registry").servesSync(t, "mesh.mod.registry.tool.prune")
+				prune := b.connect(t, "serve.anchor.registry").servesSync(t, "mesh.mod.registry.tool.prune")
 				notifier := b.connect(t, "mod.laptop.notifier")
 				notifier.requestsWithReply(t, "$JS.API.CONSUMER.MSG.NEXT.EVENTS.laptop_notifier", "mesh.mod.registry.tool.prune", `{"batch":1}`)
 				landed(t, lands, prune, event)
@@ -54,7 +54,7 @@ func TestInjections(t *testing.T) {
 				t.Run(caller.name, func(t *testing.T) {
 					controller := b.connect(t, "mesh-controller")
 					before := controller.lastSequence(t, "SEAT_IMAGE_STORE", "mesh.seat.image-store.accept.push")
-					b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+					b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 					work := "forged work by " + caller.person
 					b.connect(t, caller.person).requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "mesh.seat.image-store.accept.push", work)
 					forged := func() bool {
@@ -74,18 +74,18 @@ func TestInjections(t *testing.T) {
 				landed(t, lands, deliveries, "")
 			})
 			t.Run("a forged answer into another user's inbox", func(t *testing.T) {
-				b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+				b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 				alice := b.connect(t, "person.alice")
 				inbox := alice.nc.NewInbox()
 				answers := alice.subscribes(t, inbox)
 				b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", inbox, "forged answer")
-				landed(t, lands, answers, "mod.anchor.catalog answers forged answer")
+				landed(t, lands, answers, "serve.anchor.catalog answers forged answer")
 			})
 			t.Run("a tool call whose reply is the JetStream API purging a stream", func(t *testing.T) {
 				controller := b.connect(t, "mesh-controller")
 				b.connect(t, "mod.laptop.builder").publishesAndIsStored(t, "mesh.seat.image-store.accept.push", "SEAT_IMAGE_STORE")
 				// A tool that answers with an empty body: a purge request of everything.
-				catalog := b.connect(t, "mod.anchor.catalog")
+				catalog := b.connect(t, "serve.anchor.catalog")
 				if _, err := catalog.nc.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond(nil) }); err != nil {
 					t.Fatal(err)
 				}
@@ -161,4 +161,52 @@ func (c *client) streamMessages(t *testing.T, stream string) uint64 {
 		t.Fatal(err)
 	}
 	return s.CachedInfo().State.Msgs
+}
+
+// The mesh account's usage, through a tool's answer. A person calls a tool with its reply aimed
+// at `$JS.API.INFO`, and the colluding tool server answers with a reply of its own, its tool's
+// subject: the answer lands in the person's account on $JS.API.INFO and, when that account imports
+// it from the mesh's, JetStream answers the mesh account's usage (streams, storage, limits) into
+// the colluder's subscription. Every account imported $JS.API.INFO; now only an account whose
+// users make JetStream requests does (docs/nats.md, "Traps"), so the person's account answers
+// with the server's own "JetStream not enabled". In one account every user shares the JetStream
+// account, and it lands (TestInjections has worse).
+func TestAColluderCannotReadTheMeshAccountsUsageThroughAPerson(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			b := startBus(t, "testdata/proof.txtar", "", mode)
+			server := b.connect(t, "serve.anchor.catalog")
+			usage := make(chan string, 4)
+			if _, err := server.nc.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) {
+				if strings.Contains(string(m.Data), "account_info_response") {
+					usage <- string(m.Data)
+					return
+				}
+				answer := nats.NewMsg(m.Reply)
+				answer.Reply = "mesh.mod.catalog.tool.lookup"
+				server.nc.PublishMsg(answer)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			server.sawNoViolation(t)
+			b.connect(t, "person.bob").requestsWithReply(t, "mesh.mod.catalog.tool.lookup", "$JS.API.INFO", "")
+			read := func() bool {
+				select {
+				case m := <-usage:
+					if strings.Contains(m, `"error"`) {
+						return false
+					}
+					t.Logf("the colluder read: %.200s", m)
+					return true
+				default:
+					return false
+				}
+			}
+			if !b.isolated {
+				testwait.For(t, "the colluder to read the mesh account's usage, in one account", 3*time.Second, read)
+				return
+			}
+			testwait.Never(t, "the colluder read the mesh account's usage", time.Second, read)
+		})
+	}
 }

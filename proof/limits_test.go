@@ -1,9 +1,14 @@
 package proof
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
 // The mesh's account's JetStream limits, as accounts.conf writes them, are the server's: the
@@ -35,6 +40,35 @@ func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
 			_, err = js.CreateOrUpdateConsumer(ctx, "EVENTS", jetstream.ConsumerConfig{Durable: "three", AckPolicy: jetstream.AckExplicitPolicy})
 			if !isAPIError(err, 10026, "maximum consumers limit reached") {
 				t.Fatalf("EVENTS' third consumer past max_consumers 2: %v, want 10026", err)
+			}
+		})
+	}
+}
+
+// A publish on a subject longer than the servers' max_control_line closes the connection at once.
+// Under the default of 4 KiB each refused publish of a ~4,000-byte subject was logged whole, the
+// connection staying open to send the next (docs/nats.md, "Limits and floods"); every line a
+// mesh client sends — an operator-mode CONNECT with its JWT among them — fits under it, so every
+// user of every mode connects (the whole proof runs so). One just under the line is refused by
+// its permissions, as any other, and the connection stays.
+func TestASubjectLongerThanTheControlLineClosesTheConnection(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			b := startBus(t, "testdata/proof.txtar", "", mode)
+			under := "mesh.mod.catalog.event." + strings.Repeat("u", compiler.MaxControlLine-100)
+			c := b.connect(t, "mod.anchor.catalog")
+			c.isRefusedPublishing(t, under)
+			if !c.nc.IsConnected() {
+				t.Fatalf("a refused publish of %d bytes closed the connection", len(under))
+			}
+			over := "mesh.mod.catalog.event." + strings.Repeat("o", 4000)
+			if err := c.nc.Publish(over, nil); err != nil {
+				t.Fatal(err)
+			}
+			c.nc.Flush()
+			testwait.For(t, "the server to close a connection sending a 4,000-byte subject", 3*time.Second, func() bool { return c.nc.IsClosed() })
+			if err := c.nc.LastError(); err == nil || !strings.Contains(strings.ToLower(err.Error()), "maximum control line") {
+				t.Fatalf("the connection was closed for %v, want the control line", err)
 			}
 		})
 	}

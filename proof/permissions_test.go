@@ -45,16 +45,23 @@ func TestPermissionsOnARealServer(t *testing.T) {
 	}
 }
 
-// isolations are the two modes every proof runs in; modes adds operator mode to each, for the
-// proofs that must hold there too.
+// isolations are the two modes every proof runs in; modes adds nkey and operator auth to each,
+// for the proofs that must hold there too.
 var (
 	isolations = []string{catalogue.IsolationShared, catalogue.IsolationPerModule}
 	modes      = []string{catalogue.IsolationShared, catalogue.IsolationPerModule,
+		catalogue.IsolationShared + nkeyMode, catalogue.IsolationPerModule + nkeyMode,
 		catalogue.IsolationShared + operatorMode, catalogue.IsolationPerModule + operatorMode}
+	// isolatedModes are the modes with an account per principal, in each auth.
+	isolatedModes = []string{catalogue.IsolationPerModule, catalogue.IsolationPerModule + nkeyMode, catalogue.IsolationPerModule + operatorMode}
 )
 
-// operatorMode marks a mode run with auth: operator.
-const operatorMode = "+operator"
+// operatorMode marks a mode run with auth: operator; nkeyMode one run with auth: nkey, its users
+// connecting with development nkeys.
+const (
+	operatorMode = "+operator"
+	nkeyMode     = "+nkey"
+)
 
 func proveGrantsAndRefusals(t *testing.T, b *bus) {
 	t.Run("granted", func(t *testing.T) {
@@ -103,16 +110,16 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 			controller.sawNoViolation(t)
 		})
 		t.Run("a module calls another module's tool and gets the reply", func(t *testing.T) {
-			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 			b.connect(t, "mod.laptop.notifier").callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
 		})
 		t.Run("a person calls the tool they were granted", func(t *testing.T) {
-			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
 			b.connect(t, "person.bob").callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
 		})
 		t.Run("an administrator calls any tool", func(t *testing.T) {
-			b.connect(t, "mod.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
-			b.connect(t, "mod.anchor.registry").serves(t, "mesh.mod.registry.tool.prune")
+			b.connect(t, "serve.anchor.catalog").serves(t, "mesh.mod.catalog.tool.lookup")
+			b.connect(t, "serve.anchor.registry").serves(t, "mesh.mod.registry.tool.prune")
 			alice := b.connect(t, "person.alice")
 			alice.callsAndIsAnswered(t, "mesh.mod.catalog.tool.lookup")
 			alice.callsAndIsAnswered(t, "mesh.mod.registry.tool.prune")
@@ -165,9 +172,40 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 		t.Run("a module serving its tool outside its module's queue group", func(t *testing.T) {
 			// A plain subscription would see every call beside the instance the queue picks: a
 			// call served twice. Another group would split nothing with its siblings.
-			catalog := b.connect(t, "mod.anchor.catalog")
+			catalog := b.connect(t, "serve.anchor.catalog")
 			catalog.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
 			catalog.isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "lookup")
+		})
+		t.Run("a module's own user serving its tool", func(t *testing.T) {
+			// Serving is its serving user's alone: the calls then reach an account where none of
+			// the module's requests are made (docs/nats.md, "An account per instance, the tools
+			// apart").
+			b.connect(t, "mod.anchor.catalog").isRefusedQueueSubscribing(t, "mesh.mod.catalog.tool.lookup", "catalog")
+		})
+		t.Run("anyone but a serving user answering at the server's replies", func(t *testing.T) {
+			// `_R_.…` are the replies the server gives calls crossing into a module's account:
+			// only its serving users may answer there, and only with an account per principal.
+			for _, user := range []string{"mod.anchor.catalog", "mod.laptop.notifier", "person.alice", "node.anchor", "enrol.laptop"} {
+				b.connect(t, user).isRefusedPublishing(t, "_R_.AbCdEf.GhIjKlMn")
+			}
+			if !b.isolated {
+				b.connect(t, "serve.anchor.catalog").isRefusedPublishing(t, "_R_.AbCdEf.GhIjKlMn")
+			}
+		})
+		t.Run("a serving user doing anything but serve its module's tools", func(t *testing.T) {
+			server := b.connect(t, "serve.anchor.catalog")
+			for _, subject := range []string{
+				"mesh.mod.catalog.event.upgraded",
+				"mesh.mod.registry.tool.prune",
+				"mesh.mod.catalog.tool.lookup",
+				"$JS.API.CONSUMER.INFO.EVENTS.anchor_catalog",
+				"_INBOX.mod.anchor.catalog.x",
+			} {
+				server.isRefusedPublishing(t, subject)
+			}
+			server.isRefusedQueueSubscribing(t, "mesh.mod.registry.tool.prune", "registry")
+			server.isRefusedSubscribing(t, "_INBOX.serve.anchor.catalog.>")
+			server.isRefusedSubscribing(t, "_R_.>")
 		})
 		t.Run("a module calling a tool it does not declare", func(t *testing.T) {
 			b.connect(t, "mod.laptop.audit").isRefusedPublishing(t, "mesh.mod.catalog.tool.lookup")
@@ -239,15 +277,27 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 			controller.isRefusedSubscribing(t, "mesh.mod.catalog.tool.lookup")
 		})
 		t.Run("an unknown user", func(t *testing.T) {
-			if b.operator {
+			switch {
+			case b.operator:
 				// A JWT for a real account, signed by a key that account does not list.
 				stranger, _ := nkeys.CreateAccount()
 				b.cannotConnectWith(t, "mod.anchor.catalog", b.signedBy(t, stranger, "mod.anchor.catalog"))
+				return
+			case b.nkeys:
+				// An nkey no user of the accounts file has.
+				stranger, _ := nkeys.CreateUser()
+				public, _ := stranger.PublicKey()
+				b.cannotConnectWith(t, "a stranger", nats.Nkey(public, stranger.Sign))
 				return
 			}
 			b.cannotConnect(t, "mod.anchor.ghost", b.running.Password("mod.anchor.catalog"))
 		})
 		t.Run("a known user with a wrong password", func(t *testing.T) {
+			if b.nkeys {
+				// The key is the user: a known user's password is no credential at all here.
+				b.cannotConnect(t, "mod.anchor.catalog", b.running.Password("mod.anchor.catalog"))
+				return
+			}
 			if b.operator {
 				// Another user's real signing key, naming this user's account: with an account
 				// per principal, that key is not the account's.
@@ -336,8 +386,9 @@ type bus struct {
 	url     string
 	running *up.Bus
 	plan    *compiler.Plan
-	// operator: the mesh runs in operator mode; isolated: with an account per module.
-	operator, isolated bool
+	// operator: the mesh runs in operator mode; nkeys: with auth: nkey; isolated: with an
+	// account per principal.
+	operator, nkeys, isolated bool
 }
 
 // startBus loads a catalogue and runs it as `meshc up` does (package up): development passwords
@@ -350,15 +401,19 @@ func startBus(t *testing.T, archive, serverConf, mode string) *bus {
 	t.Helper()
 	cat, findings := cataloguetest.Load(t, archive)
 	isolation, op := strings.CutSuffix(mode, operatorMode)
-	if op {
+	isolation, nkey := strings.CutSuffix(isolation, nkeyMode)
+	switch {
+	case op:
 		cat.Mesh.Auth.Value = catalogue.AuthOperator
+	case nkey:
+		cat.Mesh.Auth.Value = catalogue.AuthNKey
 	}
 	return startCatalogue(t, cat, findings, serverConf, isolation)
 }
 
 // startCatalogue is startBus for a catalogue already loaded: it must lint without an error, as a
 // catalogue `meshc up` runs must.
-func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string) *bus {
+func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Findings, serverConf, isolation string, edits ...func(*compiler.Plan)) *bus {
 	t.Helper()
 	cat.Mesh.Isolation.Value = isolation
 	findings, plan := lint.Check(cat, loaded)
@@ -367,15 +422,18 @@ func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Fin
 			t.Fatalf("the catalogue does not lint clean: %v", f)
 		}
 	}
+	for _, edit := range edits {
+		edit(plan)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf})
+	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf, NKeys: true})
 	if err != nil {
 		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
 	t.Cleanup(running.Stop)
 	return &bus{url: running.URL, running: running, plan: plan,
-		operator: cat.Mesh.Auth.Value == catalogue.AuthOperator, isolated: isolation == catalogue.IsolationPerModule}
+		operator: cat.Mesh.Operator(), nkeys: cat.Mesh.NKeys(), isolated: isolation == catalogue.IsolationPerModule}
 }
 
 // client is one bus user's connection, remembering every permission violation the server sent

@@ -16,8 +16,9 @@ import (
 
 // developmentCredentials returns a development password and hash for every user of the plan,
 // minting those it does not have yet into STATE/dev-credentials.yaml. The hash is kept beside the
-// password so accounts.conf stays byte-stable across runs (bcrypt salts are random).
-func developmentCredentials(stateDir string, plan *compiler.Plan) (map[string]devCredential, error) {
+// password so accounts.conf stays byte-stable across runs (bcrypt salts are random). With nkeys
+// (Options.NKeys) each user has a development nkey too, minted the same way.
+func developmentCredentials(stateDir string, plan *compiler.Plan, nkeys bool) (map[string]devCredential, error) {
 	path := filepath.Join(stateDir, "dev-credentials.yaml")
 	creds := map[string]devCredential{}
 	if data, err := os.ReadFile(path); err == nil {
@@ -29,15 +30,24 @@ func developmentCredentials(stateDir string, plan *compiler.Plan) (map[string]de
 	}
 	minted := false
 	for _, u := range plan.Users {
-		if _, ok := creds[u.Name]; ok {
-			continue
+		c, ok := creds[u.Name]
+		if !ok {
+			pw, hash, err := catalogue.MintPassword()
+			if err != nil {
+				return nil, err
+			}
+			c = devCredential{Password: pw, Hash: hash}
+			minted = true
 		}
-		pw, hash, err := catalogue.MintPassword()
-		if err != nil {
-			return nil, err
+		if nkeys && c.Seed == "" {
+			seed, public, err := catalogue.MintNKey()
+			if err != nil {
+				return nil, err
+			}
+			c.Seed, c.NKey = seed, public
+			minted = true
 		}
-		creds[u.Name] = devCredential{Password: pw, Hash: hash}
-		minted = true
+		creds[u.Name] = c
 	}
 	if minted {
 		data, err := yaml.Marshal(creds)
@@ -55,6 +65,9 @@ func developmentCredentials(stateDir string, plan *compiler.Plan) (map[string]de
 type devCredential struct {
 	Password string `yaml:"password"`
 	Hash     string `yaml:"hash"`
+	// Seed and NKey are a development nkey, minted only for a bus run with Options.NKeys.
+	Seed string `yaml:"seed,omitempty"`
+	NKey string `yaml:"nkey,omitempty"`
 }
 
 // hashes are the development credentials' hashes, by user.

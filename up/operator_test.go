@@ -150,7 +150,7 @@ func TestUpdatePushesWithoutAReload(t *testing.T) {
 	if reloads != 0 || !slices.Equal(b.Pushed.Pushed, []string{"person.bob"}) {
 		t.Fatalf("update: %d reloads, pushed %v", reloads, b.Pushed.Pushed)
 	}
-	registry, _ := b.Connect("mod.anchor.registry")
+	registry, _ := b.Connect("serve.anchor.registry")
 	defer registry.Close()
 	registry.QueueSubscribe("mesh.mod.registry.tool.prune", "registry", func(m *nats.Msg) { m.Respond([]byte("pruned")) })
 	registry.Flush()

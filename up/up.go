@@ -39,6 +39,11 @@ type Options struct {
 	ServerConf string
 	// Ready bounds the server's start. Default 10 s.
 	Ready time.Duration
+	// NKeys runs a mesh with auth: nkey on development nkeys rather than development passwords:
+	// the accounts file lists each user's public key, as the mesh's real one does (the
+	// permission proof runs every mode so). Without it a local bus runs on passwords whatever
+	// the mesh's auth, since the nkey seeds are their holders'.
+	NKeys bool
 }
 
 // Bus is a running local bus.
@@ -50,6 +55,8 @@ type Bus struct {
 	conf  string
 	plan  *compiler.Plan
 	dev   map[string]devCredential
+	// nkeys: the users connect with their development nkeys (Options.NKeys).
+	nkeys bool
 	// op is the development operator of a mesh with auth: operator, nil for any other.
 	op *devOperator
 	// Pushed is what the last push to the resolver did, in operator mode.
@@ -70,7 +77,7 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 	if opts.Ready <= 0 {
 		opts.Ready = 10 * time.Second
 	}
-	b := &Bus{State: opts.State, plan: plan}
+	b := &Bus{State: opts.State, plan: plan, nkeys: opts.NKeys && plan.NKeys}
 	var err error
 	if err := CheckCanStart(opts.State, opts.Port); err != nil {
 		return nil, change.Changes{}, err
@@ -88,7 +95,7 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 		}
 		include = operatorConfFile
 	} else {
-		if b.dev, err = Interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(opts.State, plan) }); err != nil {
+		if b.dev, err = Interruptible(ctx, func() (map[string]devCredential, error) { return developmentCredentials(opts.State, plan, b.nkeys) }); err != nil {
 			return nil, change.Changes{}, err
 		}
 		if _, err := b.deliverAccounts(ctx, nil); err != nil {
@@ -148,9 +155,17 @@ func (b *Bus) UserSigner(user string) nkeys.KeyPair {
 	return kp
 }
 
-// As is the option that connects as a bus user: its development password, or in operator mode a
-// JWT signed by its development signing key.
+// As is the option that connects as a bus user: its development password (its development nkey
+// with Options.NKeys), or in operator mode a JWT signed by its development signing key.
 func (b *Bus) As(user string) nats.Option {
+	if b.nkeys {
+		kp, err := nkeys.FromSeed([]byte(b.dev[user].Seed))
+		if err != nil {
+			return func(*nats.Options) error { return fmt.Errorf("no development nkey for %s: %w", user, err) }
+		}
+		public, _ := kp.PublicKey()
+		return nats.Nkey(public, kp.Sign)
+	}
 	if b.op == nil {
 		return nats.UserInfo(user, b.Password(user))
 	}
@@ -267,7 +282,7 @@ func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Chan
 		changes, err := b.Apply(ctx)
 		return 0, changes, err
 	}
-	dev, err := developmentCredentials(b.State, plan)
+	dev, err := developmentCredentials(b.State, plan, b.nkeys)
 	if err != nil {
 		return 0, change.Changes{}, err
 	}
@@ -286,10 +301,15 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	local := *b.plan
 	local.Users = slices.Clone(b.plan.Users)
 	for i := range local.Users {
-		local.Users[i].Hash = b.dev[local.Users[i].Name].Hash
+		dev := b.dev[local.Users[i].Name]
+		local.Users[i].Hash = dev.Hash
 		// A local bus runs on development passwords whatever auth the mesh uses: the nkey
-		// seeds are their holders', and never on this machine.
+		// seeds are their holders', and never on this machine. Unless asked to run on
+		// development nkeys.
 		local.Users[i].NKey = ""
+		if b.nkeys {
+			local.Users[i].Hash, local.Users[i].NKey = "", dev.NKey
+		}
 	}
 	data, err := emit.Accounts(&local, emit.AccountsOptions{})
 	if err != nil {
@@ -346,7 +366,8 @@ func writeServerConf(stateDir string, port int, extra, include string) (string, 
 	if extra != "" && !strings.HasSuffix(extra, "\n") {
 		extra += "\n"
 	}
-	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, store, extra, include)
+	// max_control_line: a client's longest protocol line (compiler.MaxControlLine).
+	conf := fmt.Sprintf("# Written by meshc.\nhost: \"127.0.0.1\"\nport: %d\nmax_control_line: %d\njetstream {\n  store_dir: %q\n}\n%sinclude %q\n", port, compiler.MaxControlLine, store, extra, include)
 	path := filepath.Join(stateDir, "server.conf")
 	return path, atomicfile.Write(path, []byte(conf), 0o600)
 }

@@ -80,7 +80,7 @@ func (b *deliveryBus) perModule(t *testing.T) {
 // the imports of the accounts a reload created. It returns the call's error.
 func (b *deliveryBus) daveCalls(t *testing.T) error {
 	t.Helper()
-	catalog, err := nats.Connect(b.s.url, nats.UserInfo("mod.anchor.catalog", b.pw["mod.anchor.catalog"]), nats.CustomInboxPrefix("_INBOX.mod.anchor.catalog"))
+	catalog, err := nats.Connect(b.s.url, nats.UserInfo("serve.anchor.catalog", b.pw["serve.anchor.catalog"]))
 	if err != nil {
 		return err
 	}

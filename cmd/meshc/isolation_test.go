@@ -43,11 +43,12 @@ func TestUpSwitchesARunningBusToAnAccountPerPrincipal(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	catalog := connect("mod.anchor.catalog")
-	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
+	server := connect("serve.anchor.catalog")
+	if _, err := server.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
 	}
-	catalog.Flush()
+	server.Flush()
+	catalog := connect("mod.anchor.catalog")
 	builder := connect("mod.anchor.builder")
 	js, err := jetstream.New(builder)
 	if err != nil {
@@ -101,8 +102,7 @@ func TestApplyAccountsReloadsTwiceWhenAccountsAreAdded(t *testing.T) {
 	if code != 0 || !strings.Contains(errs, "the server reloaded it twice") {
 		t.Fatalf("apply --accounts --reload adding accounts: %d %s", code, errs)
 	}
-	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
-		nats.CustomInboxPrefix("_INBOX.mod.anchor.catalog"))
+	catalog, err := nats.Connect(s.url, nats.UserInfo("serve.anchor.catalog", pw["serve.anchor.catalog"]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	catalog := connect("mod.anchor.catalog", filepath.Join(creds, "mod.anchor.catalog.creds"))
+	catalog := connect("serve.anchor.catalog", filepath.Join(creds, "serve.anchor.catalog.creds"))
 	alice := connect("person.alice", filepath.Join(creds, "person.alice.creds"))
 	if _, err := catalog.QueueSubscribe("mesh.mod.catalog.tool.lookup", "catalog", func(m *nats.Msg) { m.Respond([]byte("found")) }); err != nil {
 		t.Fatal(err)
@@ -181,8 +181,9 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	inventory := filepath.Join(dir, catalogue.InventoryFile)
 	inv, _ := os.ReadFile(inventory)
 	os.WriteFile(inventory, []byte(strings.Replace(string(inv), "runs: [nftables, host-exporter, nats,", "runs: [nftables, host-exporter, nats, wiki,", 1)), 0o644)
-	wikiCreds := filepath.Join(creds, "mod.anchor.wiki.creds")
+	wikiCreds, serveCreds := filepath.Join(creds, "mod.anchor.wiki.creds"), filepath.Join(creds, "serve.anchor.wiki.creds")
 	os.WriteFile(wikiCreds, []byte(run(exitOK, "mint", "--dir", dir, "mod.anchor.wiki")), 0o600)
+	os.WriteFile(serveCreds, []byte(run(exitOK, "mint", "--dir", dir, "serve.anchor.wiki")), 0o600)
 	run(exitOK, "emit", dir)
 	start := time.Now()
 	said = run(exitOK, "apply", dir)
@@ -191,10 +192,11 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if _, err := js.Publish(t.Context(), "mesh.mod.wiki.event.page.edited", []byte("edited")); err != nil {
 		t.Fatalf("the new module's event: %v", err)
 	}
-	if _, err := wiki.QueueSubscribe("mesh.mod.wiki.tool.search", "wiki", func(m *nats.Msg) { m.Respond([]byte("hit")) }); err != nil {
+	wikiServer := connect("serve.anchor.wiki", serveCreds)
+	if _, err := wikiServer.QueueSubscribe("mesh.mod.wiki.tool.search", "wiki", func(m *nats.Msg) { m.Respond([]byte("hit")) }); err != nil {
 		t.Fatal(err)
 	}
-	wiki.Flush()
+	wikiServer.Flush()
 	if m, err := alice.Request("mesh.mod.wiki.tool.search", nil, 2*time.Second); err != nil || string(m.Data) != "hit" {
 		t.Fatalf("alice, connected before, calling the new module's tool: %v", err)
 	}
@@ -202,8 +204,8 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if n := disconnected(); n != 0 {
 		t.Fatalf("%d client(s) were disconnected by adding a module", n)
 	}
-	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "pushed 2 account(s)") {
-		t.Errorf("adding a module called by a person should push the module's account and the person's: %s", said)
+	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "pushed 3 account(s)") {
+		t.Errorf("adding a module called by a person through a tool hub should push the instance's account, the module's and the hub: %s", said)
 	}
 	if isolation == catalogue.IsolationShared && !strings.Contains(said, "pushed 1 account(s)") {
 		t.Errorf("adding a module to one account should push that account: %s", said)
@@ -228,17 +230,19 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	os.WriteFile(inventory, inv, 0o644)
 	run(exitOK, "emit", dir, "--allow-missing")
 	said = run(exitOK, "apply", dir)
-	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "deleted 1 from the servers (mod.wiki)") {
-		t.Fatalf("removing a module in an isolated mesh: %s", said)
+	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "deleted 2 from the servers (mod.anchor.wiki, mod.wiki)") {
+		t.Fatalf("removing a module in an isolated mesh (its instance's account and its own): %s", said)
 	}
-	if nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(wikiCreds)); err == nil {
-		nc.Close()
-		t.Fatal("the removed module's user connected")
+	for _, creds := range []string{wikiCreds, serveCreds} {
+		if nc, err := nats.Connect(s.ClientURL(), nats.UserCredentials(creds)); err == nil {
+			nc.Close()
+			t.Fatal("the removed module's user connected")
+		}
 	}
-	if disconnects["mod.anchor.wiki"].Load() == 0 {
-		t.Error("the removed module's client stayed connected")
+	if disconnects["mod.anchor.wiki"].Load() == 0 || disconnects["serve.anchor.wiki"].Load() == 0 {
+		t.Error("the removed module's clients stayed connected")
 	}
-	if n := disconnected("person.bob", "mod.anchor.wiki"); n != 0 {
+	if n := disconnected("person.bob", "mod.anchor.wiki", "serve.anchor.wiki"); n != 0 {
 		t.Fatalf("%d client(s) other than the revoked and the removed were disconnected", n)
 	}
 }

@@ -46,7 +46,7 @@ func TestApplyAccountsReloadsARunningServerWithoutDroppingConnections(t *testing
 	dir, pw, accounts, s, monitor := b.dir, b.pw, b.accounts, b.s, b.s.monitor
 
 	var disconnects atomic.Int32
-	catalog, err := nats.Connect(s.url, nats.UserInfo("mod.anchor.catalog", pw["mod.anchor.catalog"]),
+	catalog, err := nats.Connect(s.url, nats.UserInfo("serve.anchor.catalog", pw["serve.anchor.catalog"]),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
 	if err != nil {
 		t.Fatal(err)

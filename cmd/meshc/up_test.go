@@ -76,7 +76,7 @@ func TestUpReloadsInPlaceWhenAManifestChanges(t *testing.T) {
 	url, state, stdout, stderr := r.url, r.state, &r.stdout, &r.stderr
 
 	var disconnects atomic.Int32
-	catalog, err := nats.Connect(url, nats.UserInfo("mod.anchor.catalog", devPassword(t, state, "mod.anchor.catalog")),
+	catalog, err := nats.Connect(url, nats.UserInfo("serve.anchor.catalog", devPassword(t, state, "serve.anchor.catalog")),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
 	if err != nil {
 		t.Fatal(err)

@@ -304,7 +304,9 @@ func (g *generator) meshYAML() []byte {
 	fmt.Fprintf(&b, "  follows: [%s]\n", strings.Join(follows, ", "))
 	fmt.Fprintf(&b, "aliases: {build-machine: %s}\n", buildRole)
 	b.WriteString("streams:\n")
-	b.WriteString("  events: {max-age: 720h, max-msgs-per-subject: 10000, replicas: 1}\n")
+	// Events of up to 1 KiB: EVENTS must hold every event subject at its cap, at least one
+	// message each, and a catalogue of 100,000 modules has some 260,000 of them.
+	b.WriteString("  events: {max-age: 720h, max-msg-size: 1024, replicas: 1}\n")
 	b.WriteString("  control: {replicas: 1}\n")
 	b.WriteString("  nodes: {replicas: 1}\n")
 	b.WriteString("  seats: {replicas: 1, ack-wait: 10m}\n")
