@@ -287,11 +287,12 @@ func CompareAccounts(base, head *Plan) []AccountChange {
 	return out
 }
 
-// comparedAccounts are the accounts a review compares: in operator mode every account pushed,
-// else the isolated mesh's accounts (none for one shared account, which the file holds alone).
+// comparedAccounts are the accounts a review compares: in operator mode every account pushed, as
+// its JWT says it (a module's tools one wildcard, the tool hubs among them), else the isolated
+// mesh's accounts (none for one shared account, which the file holds alone).
 func (p *Plan) comparedAccounts() []Account {
 	if p.Operator != nil {
-		return p.accounts()
+		return p.jwtAccounts(p.usersByName())
 	}
 	return p.Accounts
 }

@@ -50,6 +50,7 @@ var Rules = []*Rule{
 	compiler.RuleStreamCapacity,
 	compiler.RuleConsumerCapacity,
 	compiler.RuleLimitTooLow,
+	compiler.RuleJWTTooLarge,
 	ruleReplay,
 	ruleRetention,
 	ruleWidening,
