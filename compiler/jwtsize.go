@@ -93,4 +93,3 @@ func (c *compilation) accountSource(a Account, users map[string]*User) catalogue
 	}
 	return catalogue.Pos{File: catalogue.MeshFile}
 }
-
