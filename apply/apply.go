@@ -160,6 +160,15 @@ var ErrRefused = errors.New("apply refused")
 // Refusals lists every change the options do not permit, or returns nil: what Apply refuses
 // before its first request, for a caller with more to decide before it writes anything.
 func Refusals(cs change.Changes, opts Options) error {
+	refused := refusalsOf(cs, opts)
+	if len(refused) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
+}
+
+// refusalsOf is each refusal of the streams and consumers, a sentence each.
+func refusalsOf(cs change.Changes, opts Options) []string {
 	var refused []string
 	for _, c := range cs.Items {
 		noun := string(c.Kind) + " " + c.Name()
@@ -177,7 +186,8 @@ func Refusals(cs change.Changes, opts Options) error {
 				noun, strings.Join(c.Unmanaged, ", ")))
 			continue
 		}
-		if discarding := c.Discarding(); len(discarding) > 0 && !opts.AllowDiscard {
+		// A drop approved in mesh.yaml and carried by the reviewed saved plan needs no flag.
+		if discarding := c.Unapproved(); len(discarding) > 0 && !opts.AllowDiscard {
 			var what []string
 			for _, f := range discarding {
 				what = append(what, fmt.Sprintf("%s %s → %s (%s)", f.Name, f.Old, f.New, f.DropsSaid()))
@@ -208,10 +218,7 @@ func Refusals(cs change.Changes, opts Options) error {
 				noun, c.Messages, c.Action.Word()))
 		}
 	}
-	if len(refused) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
+	return refused
 }
 
 type applier struct {

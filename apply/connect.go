@@ -304,3 +304,21 @@ var userinfo = regexp.MustCompile(`(://)[^/@\s"]+@`)
 
 // redactIn hides URL credentials inside a message from the client library.
 func redactIn(s string) string { return userinfo.ReplaceAllString(s, "${1}xxxxx@") }
+
+// Identity says which bus this is, as the server tells it: "cluster NAME" for a cluster (any of
+// its servers answers for it), else "server NAME" for a server given a name, else "server at
+// HOST:PORT" (an unnamed server takes a new id at every start, which names nothing). A saved
+// plan records it and is applied to no other bus.
+func (b *Bus) Identity() string {
+	nc := b.Conn
+	if c := nc.ConnectedClusterName(); c != "" {
+		return "cluster " + c
+	}
+	if name := nc.ConnectedServerName(); name != "" && name != nc.ConnectedServerId() {
+		return "server " + name
+	}
+	if u, err := url.Parse(nc.ConnectedUrl()); err == nil {
+		return "server at " + u.Host
+	}
+	return ""
+}

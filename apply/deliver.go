@@ -71,17 +71,6 @@ func PrepareAccounts(ctx context.Context, data []byte, path string, srv Reloader
 	return d, nil
 }
 
-// Delivered is what a delivery did.
-type Delivered struct {
-	// Written: the file's bytes changed and were written.
-	Written bool
-	// Reloads the server made: 0 when it already served the file, 1, or 2 when accounts were
-	// added (at most maxReloads).
-	Reloads int
-	// Said is what it did, in a sentence.
-	Said string
-}
-
 // maxReloads bounds the reloads one delivery makes: the second wires the service imports of
 // accounts the first created, and a third means something else keeps them dead.
 const maxReloads = 3
@@ -133,20 +122,14 @@ func (d *AccountsDelivery) Deliver(ctx context.Context) (Delivered, error) {
 	if err != nil {
 		return Delivered{}, err
 	}
-	did := Delivered{Written: changed}
-	path := d.path
+	did := Delivered{Written: changed, Path: d.path, Server: d.server != nil}
 	if d.server == nil {
-		did.Said = fmt.Sprintf("%s is current", path)
-		if changed {
-			did.Said = fmt.Sprintf("wrote %s; reload the server to pick it up (--reload does)", path)
-		}
 		return did, nil
 	}
 	digest, logFile, err := d.served(f)
 	if err != nil {
 		return did, err
 	}
-	var why []string
 	for {
 		st, err := d.loaded(ctx)
 		if err != nil {
@@ -160,9 +143,9 @@ func (d *AccountsDelivery) Deliver(ctx context.Context) (Delivered, error) {
 		}
 		switch {
 		case st.digest != digest:
-			why = append(why, notLoaded)
+			did.Why = append(did.Why, NotLoaded)
 		default:
-			why = append(why, fmt.Sprintf("%d service import(s) of accounts a reload created were not wired yet (%s), which the server does on the next reload", len(st.dead), abbreviate(st.dead)))
+			did.Why = append(did.Why, fmt.Sprintf("%d service import(s) of accounts a reload created were not wired yet (%s), which the server does on the next reload", len(st.dead), abbreviate(st.dead)))
 		}
 		if err := d.fence(ctx); err != nil {
 			return did, err
@@ -175,33 +158,11 @@ func (d *AccountsDelivery) Deliver(ctx context.Context) (Delivered, error) {
 		}
 		did.Reloads++
 	}
-	verb := "wrote " + path
-	if !changed {
-		verb = path + " is current"
-	}
-	switch {
-	case did.Reloads == 0:
-		did.Said = fmt.Sprintf("%s and the server has loaded it (its configuration digest matches and every service import is wired); the server is not asked to reload", verb)
-	case did.Reloads == 1 && changed && why[0] == notLoaded:
-		did.Said = fmt.Sprintf("wrote %s and the server reloaded it", path)
-	default:
-		did.Said = fmt.Sprintf("%s and the server reloaded it%s: %s", verb, times(did.Reloads), strings.Join(why, ", then "))
-	}
 	return did, nil
 }
 
-// notLoaded is why a server is reloaded that had not loaded the file as it is.
-const notLoaded = "it had not loaded the file as it is"
-
-func times(n int) string {
-	switch n {
-	case 1:
-		return ""
-	case 2:
-		return " twice"
-	}
-	return fmt.Sprintf(" %d times", n)
-}
+// NotLoaded is why a server is reloaded that had not loaded the file as it is.
+const NotLoaded = "it had not loaded the file as it is"
 
 // abbreviate names the first few of a list.
 func abbreviate(list []string) string {

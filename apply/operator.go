@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 	"golang.org/x/sync/errgroup"
 
@@ -27,17 +29,21 @@ import (
 // resolver request, so each is a request with many answers, gathered until every server known
 // has answered or the wait is over.
 
-// The resolver's subjects (nats-server's own).
+// The resolver's subjects: operator's, where the system user's grants are written from them.
 const (
-	claimsUpdate = "$SYS.REQ.CLAIMS.UPDATE"
-	claimsList   = "$SYS.REQ.CLAIMS.LIST"
-	claimsDelete = "$SYS.REQ.CLAIMS.DELETE"
-	claimsPack   = "$SYS.REQ.CLAIMS.PACK"
-	serverPing   = "$SYS.REQ.SERVER.PING"
+	claimsUpdate = operator.ClaimsUpdate
+	claimsList   = operator.ClaimsList
+	claimsDelete = operator.ClaimsDelete
+	claimsPack   = operator.ClaimsPack
+	serverIDs    = operator.ServerIDs
+	serverRaftz  = operator.ServerRaftz
 )
 
-func claimsLookup(account string) string { return "$SYS.REQ.ACCOUNT." + account + ".CLAIMS.LOOKUP" }
-func accountInfo(account string) string  { return "$SYS.REQ.ACCOUNT." + account + ".INFO" }
+var (
+	claimsLookup = operator.ClaimsLookup
+	accountInfo  = operator.AccountInfo
+	accountJsz   = operator.AccountJsz
+)
 
 // Resolver is the servers' account resolver, reached as the system user.
 type Resolver struct {
@@ -47,18 +53,24 @@ type Resolver struct {
 	// Down are the servers of the cluster that did not answer: JetStream's meta group knows
 	// them, and they are down or cut off. A push does not reach them until they catch up.
 	Down []string
+	// Known: the servers that should answer are known — a single server, or a cluster whose
+	// JetStream meta group names its members — so an empty Down means every one answered.
+	Known bool
 	// Wait bounds each request: how long the servers that have not answered are waited for.
 	Wait time.Duration
 }
 
 // serverInfo is who answered: every system answer carries it.
 type serverInfo struct {
-	Name string `json:"name"`
-	ID   string `json:"id"`
+	Name    string `json:"name"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
 }
 
-// NewResolver asks every server for itself, so a request later knows how many answers to wait
-// for. A server that does not answer now (down) is not waited for later either.
+// NewResolver asks every server for its name, so a request later knows how many answers to wait
+// for, and the JetStream meta group for the cluster's members, so a server that does not answer
+// now is known to be down. Both are the narrowest requests that say it (IDZ names a server and
+// nothing else; RAFTZ of the meta group names its peers), not a server's statistics.
 func NewResolver(ctx context.Context, nc *nats.Conn, wait time.Duration) (*Resolver, error) {
 	if wait <= 0 {
 		wait = 5 * time.Second
@@ -69,45 +81,69 @@ func NewResolver(ctx context.Context, nc *nats.Conn, wait time.Duration) (*Resol
 	// down) loses what it sent meanwhile.
 	for deadline := time.Now().Add(wait); len(answers) == 0 && time.Now().Before(deadline); {
 		var err error
-		if answers, err = r.gather(ctx, serverPing, nil, 0, min(wait, 2*time.Second)); err != nil {
+		if answers, err = r.gather(ctx, serverIDs, nil, 0, min(wait, 2*time.Second)); err != nil {
 			return nil, err
 		}
 	}
+	for _, a := range answers {
+		var id serverInfo
+		if json.Unmarshal(a.Data, &id) == nil && id.Name != "" && !slices.Contains(r.Servers, id.Name) {
+			r.Servers = append(r.Servers, id.Name)
+		}
+	}
+	if len(r.Servers) == 0 {
+		return nil, fmt.Errorf("no server answered %s: connect as the system user (its credentials from `meshc operator init`, in $%s or --system-creds), and the servers must run in operator mode with that system account",
+			serverIDs, operator.SystemCredsVar)
+	}
+	slices.Sort(r.Servers)
+	if err := r.members(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// members reads the cluster's members from the JetStream meta group each server reports: the
+// servers named there that did not answer are Down. A single server outside any cluster knows
+// every member: itself.
+func (r *Resolver) members(ctx context.Context) error {
+	answers, err := r.gather(ctx, serverRaftz, []byte(`{"group":"_meta_"}`), len(r.Servers), r.Wait)
+	if err != nil {
+		return err
+	}
 	known := map[string]bool{}
+	clustered, metaSeen := false, false
 	for _, a := range answers {
 		var m struct {
 			Server serverInfo `json:"server"`
-			Stats  struct {
-				JetStream *struct {
-					Meta *struct {
-						Replicas []struct {
-							Name string `json:"name"`
-						} `json:"replicas"`
-					} `json:"meta"`
-				} `json:"jetstream"`
-			} `json:"statsz"`
+			Data   map[string]map[string]struct {
+				Peers map[string]struct {
+					Name string `json:"name"`
+				} `json:"peers"`
+			} `json:"data"`
 		}
-		if json.Unmarshal(a.Data, &m) == nil {
-			r.Servers = append(r.Servers, m.Server.Name)
-			if js := m.Stats.JetStream; js != nil && js.Meta != nil {
-				for _, p := range js.Meta.Replicas {
+		if json.Unmarshal(a.Data, &m) != nil {
+			continue
+		}
+		clustered = clustered || m.Server.Cluster != ""
+		for _, groups := range m.Data {
+			if g, ok := groups["_meta_"]; ok {
+				metaSeen = true
+				known[m.Server.Name] = true
+				for _, p := range g.Peers {
 					known[p.Name] = true
 				}
 			}
 		}
 	}
 	for name := range known {
-		if !slices.Contains(r.Servers, name) {
+		if name != "" && !slices.Contains(r.Servers, name) {
 			r.Down = append(r.Down, name)
 		}
 	}
 	slices.Sort(r.Down)
-	if len(r.Servers) == 0 {
-		return nil, fmt.Errorf("no server answered %s: connect as the system user (its credentials from `meshc operator init`, in $%s or --system-creds), and the servers must run in operator mode with that system account",
-			serverPing, operator.SystemCredsVar)
-	}
-	slices.Sort(r.Servers)
-	return r, nil
+	// A cluster without JetStream has no meta group to say who its members are.
+	r.Known = metaSeen || (!clustered && len(answers) == 1 && len(r.Servers) == 1)
+	return nil
 }
 
 // gather sends a request and collects answers until want have come (0: until none has come for a
@@ -266,46 +302,6 @@ func (r *Resolver) update(ctx context.Context, subject, what string, data []byte
 	return stored, nil
 }
 
-// Held is what the resolver holds for one account: the newest version any server has, and
-// whether every server that answered holds exactly what the catalogue derives.
-type Held struct {
-	// Current: every answer is the catalogue's claims, signed by the operator's signing key.
-	Current bool
-	// IssuedAt is the newest issue time held, 0 for none: a new version is issued after it.
-	IssuedAt int64
-	// Tagged: a version held carries the mesh's tag (compiler.OwnerTag).
-	Tagged bool
-	// Exists: some server holds it.
-	Exists bool
-}
-
-// heldOf compares what the servers hold for an account with its claims (nil: only reads it).
-func heldOf(answers []string, want []byte, signer string, tag string) (Held, error) {
-	h := Held{Current: len(answers) > 0}
-	for _, token := range answers {
-		if token == "" {
-			h.Current = false
-			continue
-		}
-		ac, err := jwt.DecodeAccountClaims(token)
-		if err != nil {
-			h.Current = false
-			continue
-		}
-		h.Exists = true
-		h.IssuedAt = max(h.IssuedAt, ac.IssuedAt)
-		h.Tagged = h.Tagged || ac.Tags.Contains(tag)
-		got, err := compiler.Canonical(ac)
-		if err != nil {
-			return h, err
-		}
-		if want == nil || ac.Issuer != signer || !bytes.Equal(got, want) {
-			h.Current = false
-		}
-	}
-	return h, nil
-}
-
 // PushOptions are what pushing needs beyond the claims.
 type PushOptions struct {
 	// Signer is the operator's signing key. A dry run needs none: SigningKey says whose
@@ -318,196 +314,65 @@ type PushOptions struct {
 	// applies pushes on one subscription, so more gains nothing (docs/nats.md, "Operator mode
 	// at scale").
 	Concurrency int
-	// DryRun compares and says what would be pushed, pushing nothing.
-	DryRun bool
 	// Progress, when set, hears of each account pushed.
 	Progress func(done, total int, name string)
-	// keepOthers leaves alone the mesh's accounts the claims do not name (a push of some).
-	keepOthers bool
 }
 
-// Pushed is what a push did.
-type Pushed struct {
-	// Pushed, Unchanged and Deleted are account names (Deleted: keys, the catalogue no longer
-	// naming them).
-	Pushed, Unchanged, Deleted []string
-	// MeshNew: the resolver held no mesh account before this push. A bus that ran from an
-	// accounts file keeps its streams under the account's name, not its key (docs/nats.md,
-	// "Moving a bus to operator mode").
-	MeshNew bool
-	// Servers are the servers that answered; Missing those known that did not take every push.
-	Servers, Missing []string
+// heldAccount is the newest version of an account any server holds, and the token it came in.
+type heldAccount struct {
+	token  string
+	claims *jwt.AccountClaims
 }
 
-// PushAccounts makes the resolver hold exactly the mesh's accounts: it asks what each server
-// holds, pushes the accounts that differ (exporters before importers), proves each pushed account
-// works by connecting a user of it and asking the server whether its imports resolved, and
-// deletes the accounts of this mesh the catalogue no longer has. It needs no file on the
-// server's host and no signal: the server applies each push as it comes.
-func PushAccounts(ctx context.Context, r *Resolver, mesh string, claims []compiler.AccountClaims, opts PushOptions) (Pushed, error) {
-	if opts.Concurrency <= 0 {
-		opts.Concurrency = 16
-	}
-	var out Pushed
-	out.Servers = r.Servers
-	if err := compiler.CheckSizes(claims); err != nil {
-		return out, err
-	}
-	signer := opts.SigningKey
-	if opts.Signer != nil {
-		var err error
-		if signer, err = opts.Signer.PublicKey(); err != nil {
-			return out, err
-		}
-	}
-	tag := compiler.OwnerTag(mesh)
+// held reads every JWT the servers' resolvers hold: one server's whole store in one request
+// (Pack), then, for an account some server lacks or holds otherwise, each server's own (Lookup),
+// keeping the newest. A version newer than any held is what a push must issue.
+func (r *Resolver) held(ctx context.Context, concurrency int) (map[string]heldAccount, error) {
 	listed, err := r.List(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-
-	// What the resolver holds: every JWT of one server in one read, and which accounts every
-	// server holds. An account that differs there, or that a server lacks, is then asked of every
-	// server (a lookup each answers), for the newest issue time any holds.
-	claims = compiler.PushOrder(claims)
 	packed, err := r.Pack(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	state := make([]Held, len(claims))
-	canonical := make([][]byte, len(claims))
+	out := map[string]heldAccount{}
+	var mu sync.Mutex
+	keep := func(key, token string) {
+		ac, err := jwt.DecodeAccountClaims(token)
+		if err != nil || ac.Subject != key {
+			return // not an account JWT meshc can read: left out, as a tenant's would be
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if was, ok := out[key]; !ok || ac.IssuedAt > was.claims.IssuedAt {
+			out[key] = heldAccount{token: token, claims: ac}
+		}
+	}
+	for key, token := range packed {
+		keep(key, token)
+	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.Concurrency)
-	for i, a := range claims {
-		if canonical[i], err = compiler.Canonical(a.Claims); err != nil {
-			return out, err
-		}
-		key := a.Claims.Subject
-		if state[i], err = heldOf([]string{packed[key]}, canonical[i], signer, tag); err != nil {
-			return out, err
-		}
-		if state[i].Current && listed[key] == len(r.Servers) {
+	g.SetLimit(max(concurrency, 1))
+	for key, n := range listed {
+		if n == len(r.Servers) && packed[key] != "" {
 			continue
 		}
 		g.Go(func() error {
 			answers, err := r.Lookup(gctx, key)
-			if err != nil {
-				return err
+			for _, token := range answers {
+				if token != "" {
+					keep(key, token)
+				}
 			}
-			h, err := heldOf(answers, canonical[i], signer, tag)
-			state[i] = Held{Current: false, IssuedAt: max(h.IssuedAt, state[i].IssuedAt), Tagged: h.Tagged, Exists: h.Exists || state[i].Exists}
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return out, err
-	}
-	for i, a := range claims {
-		if a.Name == mesh && !state[i].Exists {
-			out.MeshNew = true
-		}
-	}
-
-	// Pushed in levels: an account after every account it imports from.
-	var todo []int
-	for i := range claims {
-		if state[i].Current {
-			out.Unchanged = append(out.Unchanged, claims[i].Name)
-		} else {
-			todo = append(todo, i)
-		}
-	}
-	if !opts.DryRun {
-		missing := map[string]bool{}
-		var mu sync.Mutex
-		done := 0
-		for _, level := range levels(claims, todo) {
-			g, gctx := errgroup.WithContext(ctx)
-			g.SetLimit(opts.Concurrency)
-			for _, i := range level {
-				g.Go(func() error {
-					token, err := operator.EncodeAccount(claims[i].Claims, opts.Signer, state[i].IssuedAt)
-					if err != nil {
-						return err
-					}
-					stored, err := r.Push(gctx, claims[i].Name, token)
-					if err != nil {
-						return err
-					}
-					mu.Lock()
-					for _, s := range r.Servers {
-						if !slices.Contains(stored, s) {
-							missing[s] = true
-						}
-					}
-					done++
-					if opts.Progress != nil {
-						opts.Progress(done, len(todo), claims[i].Name)
-					}
-					mu.Unlock()
-					return nil
-				})
-			}
-			if err := g.Wait(); err != nil {
-				return out, err
-			}
-			// Proven level by level: a probe builds its account, and an account built while an
-			// account it imports from is still being built can come up without that import
-			// (seen once in the tests: $JS.API.INFO from the mesh's account, left out until the next
-			// push).
-			if err := probeAll(ctx, r, claims, level, opts); err != nil {
-				return out, err
-			}
-		}
-		for _, s := range r.Down {
-			missing[s] = true
-		}
-		for s := range missing {
-			out.Missing = append(out.Missing, s)
-		}
-		slices.Sort(out.Missing)
-	}
-	for _, i := range todo {
-		out.Pushed = append(out.Pushed, claims[i].Name)
-	}
-
-	// The mesh's accounts the catalogue dropped: only those carrying its tag, never another's.
-	wanted := map[string]bool{}
-	for _, a := range claims {
-		wanted[a.Claims.Subject] = true
-	}
-	var drop []string
-	for key := range listed {
-		if wanted[key] || opts.keepOthers {
-			continue
-		}
-		answers := []string{packed[key]}
-		if packed[key] == "" {
-			if answers, err = r.Lookup(ctx, key); err != nil {
-				return out, err
-			}
-		}
-		h, err := heldOf(answers, nil, signer, tag)
-		if err != nil {
-			return out, err
-		}
-		if h.Tagged {
-			drop = append(drop, key)
-		}
-	}
-	slices.Sort(drop)
-	out.Deleted = drop
-	if len(drop) > 0 && !opts.DryRun {
-		request, err := operator.DeleteRequest(opts.Signer, drop)
-		if err != nil {
-			return out, err
-		}
-		if _, err := r.update(ctx, claimsDelete, fmt.Sprintf("deleting %d account(s) the catalogue no longer has", len(drop)), []byte(request)); err != nil {
-			return out, fmt.Errorf("%w; a server needs allow_delete: true in its resolver block to delete (as `meshc operator init` writes it)", err)
-		}
-	}
-	return out, nil
+	return out, g.Wait()
 }
+
+// RevokedTag marks an account meshc revoked (change.RevokedTag).
+const RevokedTag = change.RevokedTag
 
 // levels groups the accounts to push so each comes after those it imports from (a cycle is
 // broken where PushOrder broke it): the accounts of one level can be pushed at once.
@@ -643,29 +508,31 @@ func probeAccount(ctx context.Context, r *Resolver, a compiler.AccountClaims, pr
 	return fmt.Errorf("account %s was pushed and takes connections, but does not work as derived: %s; push the accounts it imports from (meshc apply pushes them all) and apply again", a.Name, last)
 }
 
-// Pusher pushes one mesh's accounts from a command: the resolver reached as the system user, and
-// the claims the plan derives.
+// Pusher delivers one mesh's accounts in operator mode: the servers' resolver reached as the
+// system user, and the claims the plan derives. Read says what the resolver holds, as the change
+// model's principals; Deliver pushes what the change set creates and updates, exporters first,
+// each proven by a probe; Remove revokes and deletes what the catalogue dropped, last.
 type Pusher struct {
 	Resolver *Resolver
 	nc       *nats.Conn
-	mesh     string
-	claims   []compiler.AccountClaims
-	opts     PushOptions
-	// first is what pushing the mesh's account on opening did (OpenDelivery).
-	first Pushed
+	plan     *compiler.Plan
+	// claims are the plan's accounts in push order (an account after those it imports from).
+	claims []compiler.AccountClaims
+	want   *change.Principals
+	opts   PushOptions
+	// held is what the last Read found, by account key; issued the issue time of each version
+	// pushed since, by account key.
+	held   map[string]heldAccount
+	last   *change.Principals
+	issued map[string]int64
+	// MeshNew: the servers held no account under the mesh's key when the pusher opened.
+	MeshNew bool
 }
 
 // NewPusher connects as the system user with the endpoint's settings (its servers, TLS and
 // timeouts; system names the system user's credentials, in place of the endpoint's user) and
-// asks every server for itself. signer may be nil for a pusher that only reads (Status).
+// asks every server for itself. signer may be nil for a pusher that only reads.
 func NewPusher(ctx context.Context, e Endpoint, system nats.Option, plan *compiler.Plan, signer nkeys.KeyPair, wait time.Duration) (*Pusher, error) {
-	claims, err := plan.Claims()
-	if err != nil {
-		return nil, err
-	}
-	if err := compiler.CheckSizes(claims); err != nil {
-		return nil, err
-	}
 	dial := func(extra ...nats.Option) (*nats.Conn, error) {
 		return nats.Connect(e.URL, append(slices.Clone(e.Options), extra...)...)
 	}
@@ -676,81 +543,394 @@ func NewPusher(ctx context.Context, e Endpoint, system nats.Option, plan *compil
 	if err != nil {
 		return nil, dialError(RedactURL(e.URL), "the system user", err)
 	}
-	r, err := NewResolver(ctx, nc, wait)
+	p, err := PusherOn(ctx, nc, plan, PushOptions{Signer: signer, Dial: dial}, wait)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	return &Pusher{Resolver: r, nc: nc, mesh: plan.Account, claims: claims,
-		opts: PushOptions{Signer: signer, SigningKey: plan.Operator.SigningKey, Dial: dial}}, nil
+	return p, nil
+}
+
+// PusherOn is a Pusher on a connection already made as the system user (meshc up's, a test's).
+func PusherOn(ctx context.Context, nc *nats.Conn, plan *compiler.Plan, opts PushOptions, wait time.Duration) (*Pusher, error) {
+	claims, err := plan.Claims()
+	if err != nil {
+		return nil, err
+	}
+	if err := compiler.CheckSizes(claims); err != nil {
+		return nil, err
+	}
+	want := change.WantedOf(plan, claims)
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	opts.SigningKey = plan.Operator.SigningKey
+	r, err := NewResolver(ctx, nc, wait)
+	if err != nil {
+		return nil, err
+	}
+	return &Pusher{Resolver: r, nc: nc, plan: plan, claims: compiler.PushOrder(claims), want: want, opts: opts}, nil
 }
 
 // Close closes the system user's connection.
 func (p *Pusher) Close() { p.nc.Close() }
 
-// Mesh pushes the mesh's own account alone, when the resolver does not hold it as derived: the
-// controller lives there, and so does the lock apply takes before it pushes the rest.
-func (p *Pusher) Mesh(ctx context.Context) (Pushed, error) {
-	opts := p.opts
-	opts.keepOthers = true
-	i := slices.IndexFunc(p.claims, func(a compiler.AccountClaims) bool { return a.Name == p.mesh })
-	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims[i:i+1], opts)
-}
+// Wanted is what the catalogue derives of the users and accounts.
+func (p *Pusher) Wanted() *change.Principals { return p.want }
 
-// All makes the resolver hold exactly the mesh's accounts (PushAccounts).
-func (p *Pusher) All(ctx context.Context, progress func(done, total int, name string)) (Pushed, error) {
-	opts := p.opts
-	opts.Progress = progress
-	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims, opts)
-}
-
-// Status is what the resolver holds of the mesh against what the catalogue derives, pushing
-// nothing: the accounts a push would send (Pushed) and delete, and those already current. It is
-// operator mode's delivery status for plan and apply --dry-run.
-func (p *Pusher) Status(ctx context.Context) (Pushed, error) {
-	opts := p.opts
-	opts.DryRun = true
-	return PushAccounts(ctx, p.Resolver, p.mesh, p.claims, opts)
-}
-
-// After is what two pushes did, first then p: an account the first pushed is pushed, not
-// unchanged.
-func (p Pushed) After(first Pushed) Pushed {
-	for _, name := range first.Pushed {
-		if !slices.Contains(p.Pushed, name) {
-			p.Pushed = append(p.Pushed, name)
-		}
-		p.Unchanged = slices.DeleteFunc(p.Unchanged, func(u string) bool { return u == name })
+// Read says what the servers' resolver holds of this mesh's users and accounts, as principals:
+// every account JWT any server holds (accounts of other tenants too, so a key the catalogue
+// records that another's account holds is refused), with its tags, issue time and, for those the
+// catalogue dropped, the JetStream streams it holds. js, when set, is the mesh account's
+// JetStream, where apply records the issue time of what it pushed: a version held issued before
+// it was put back by someone else.
+func (p *Pusher) Read(ctx context.Context, js jetstream.JetStream) (*change.Principals, error) {
+	held, err := p.Resolver.held(ctx, p.opts.Concurrency)
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range first.Missing {
-		if !slices.Contains(p.Missing, s) {
-			p.Missing = append(p.Missing, s)
+	p.held = held
+	claims := make([]*jwt.AccountClaims, 0, len(held))
+	for _, h := range held {
+		claims = append(claims, h.claims)
+	}
+	ps := change.FromClaims(claims, p.plan, "the servers' resolver")
+	owned := map[string]bool{}
+	for _, a := range ps.Accounts {
+		if a.Ownership == change.TaggedOurs || a.Ownership == change.TaggedMesh {
+			owned[a.Key] = true
 		}
 	}
-	p.MeshNew = p.MeshNew || first.MeshNew
-	return p
+	// Another tenant's users are not this mesh's to compare: only the users of its accounts.
+	ps.Users = slices.DeleteFunc(ps.Users, func(u change.Principal) bool { return !owned[u.Key] })
+	var pushed map[string]int64
+	if js != nil {
+		if pushed, err = readPushed(ctx, js); err != nil {
+			return nil, err
+		}
+	}
+	wanted := map[string]bool{}
+	for _, w := range p.want.Accounts {
+		wanted[w.Key] = true
+	}
+	for i := range ps.Accounts {
+		a := &ps.Accounts[i]
+		h := held[a.Key].claims
+		a.Pushed = pushed[a.Key]
+		// The streams of an account meshc would revoke, or whose name the mesh's account has
+		// under another key: said, and such an account is never deleted.
+		if owned[a.Key] && !wanted[a.Key] && h.Limits.IsJSEnabled() {
+			if a.Streams, err = p.streamsOf(ctx, a.Key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ps.Servers, ps.Down, ps.ServersKnown = p.Resolver.Servers, p.Resolver.Down, p.Resolver.Known
+	p.last = ps
+	return ps, nil
 }
 
-// Say is what a push did, in a sentence.
-func (p Pushed) Say(dryRun bool) string {
-	verb, deleted := "pushed", "deleted"
+// streamsOf asks every server which JetStream streams an account holds.
+func (p *Pusher) streamsOf(ctx context.Context, key string) ([]string, error) {
+	answers, err := p.Resolver.gather(ctx, accountJsz(key), []byte(`{"streams":true}`), len(p.Resolver.Servers), p.Resolver.Wait)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range answers {
+		// The account's detail (JszAccount): an error answer for a server that has not built it.
+		var m struct {
+			Data *struct {
+				Streams []struct {
+					Name string `json:"name"`
+				} `json:"stream_detail"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(a.Data, &m) != nil || m.Data == nil {
+			continue
+		}
+		for _, s := range m.Data.Streams {
+			if !slices.Contains(out, s.Name) {
+				out = append(out, s.Name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Bootstrap pushes the mesh's own account alone when the servers hold no account under its key:
+// mesh-controller lives in it, and so does the lock every other write waits for, so this is the
+// one push made before the lock (and a dry run makes none). It refuses, pushing nothing, when the
+// servers hold the mesh's account under another key: JetStream keeps every stream under the old
+// one.
+func (p *Pusher) Bootstrap(ctx context.Context, dryRun bool) error {
+	held, err := p.Read(ctx, nil)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(p.claims, func(a compiler.AccountClaims) bool { return a.Name == p.plan.Account })
+	mesh := p.claims[i]
+	if _, ok := p.held[mesh.Claims.Subject]; ok {
+		return nil
+	}
+	for _, c := range change.DiffPrincipals(held, p.want, p.plan.Account) {
+		if c.Kind == change.KindAccount && c.Principal == p.plan.Account && c.Refused != "" {
+			return refusal{fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, c.Refused)}
+		}
+	}
+	p.MeshNew = true
 	if dryRun {
-		verb, deleted = "would push", "would delete"
+		return nil
 	}
-	s := fmt.Sprintf("%s %d account(s), %d unchanged", verb, len(p.Pushed), len(p.Unchanged))
-	if len(p.Pushed) > 0 && len(p.Pushed) <= 5 {
-		s += " (" + strings.Join(p.Pushed, ", ") + ")"
+	if _, err := p.push(ctx, []int{i}); err != nil {
+		return err
 	}
-	if len(p.Deleted) > 0 {
-		s += fmt.Sprintf("; %s %d the catalogue no longer has", deleted, len(p.Deleted))
+	return nil
+}
+
+// Delivered is what a delivery did: the names of what it pushed, revoked and deleted (accounts)
+// or wrote and reloaded (an accounts file), and the servers that did not answer.
+type Delivered struct {
+	Pushed, Revoked, Deleted []string
+	// Missing are the servers known that did not take every push: they catch up from the others
+	// within one resolver interval of coming back.
+	Missing []string
+	// Written: the accounts file's bytes changed and were written; Reloads the server made
+	// (0 when it already served the file, 2 when accounts were added); Path where it was written;
+	// Server: a server was asked to serve it (--reload, meshc up's own).
+	Written bool
+	Reloads int
+	Path    string
+	Server  bool
+	// Why are the reasons each reload was made, in order.
+	Why []string
+	// MeshNew: the servers held no account under the mesh's key before this delivery.
+	MeshNew bool
+}
+
+// pushes are the accounts a change set pushes: each created or updated, and each holding a user
+// created, changed or removed (a user's grants are a scope in its account's JWT).
+func (p *Pusher) pushes(cs change.Changes) []int {
+	keys := map[string]bool{}
+	for _, c := range cs.Principals {
+		switch {
+		case c.Action == change.NoOp, c.Refused != "", c.Revokes:
+		case c.Kind == change.KindAccount && c.Action != change.Delete:
+			keys[c.Key] = true
+		case c.Kind == change.KindUser:
+			// The account it is in now, and the one it was in (a user moved, or removed).
+			if w := p.want.User(c.Principal); w != nil {
+				keys[w.Key] = true
+			}
+			if p.last != nil {
+				if h := p.last.User(c.Principal); h != nil {
+					keys[h.Key] = true
+				}
+			}
+		}
 	}
-	if !dryRun && len(p.Pushed) > 0 {
-		s += "; each proven by a user of it connecting"
+	var todo []int
+	for i, a := range p.claims {
+		if keys[a.Claims.Subject] {
+			todo = append(todo, i)
+		}
 	}
-	if len(p.Missing) > 0 {
-		s += fmt.Sprintf("; %s did not answer and catch(es) up from the others within one resolver interval of coming back", strings.Join(p.Missing, ", "))
+	return todo
+}
+
+// Deliver pushes every account the change set creates or updates, exporters before importers,
+// each level proven by a probe before the next, after fence says the lock still holds; then
+// records on the bus (js) the issue time of each version pushed.
+func (p *Pusher) Deliver(ctx context.Context, cs change.Changes, fence func(context.Context) error, js jetstream.JetStream) (Delivered, error) {
+	if err := check(ctx, fence); err != nil {
+		return Delivered{}, err
 	}
-	return s
+	did, err := p.push(ctx, p.pushes(cs))
+	if err != nil {
+		return did, err
+	}
+	if js != nil && len(did.Pushed) > 0 {
+		if err := check(ctx, fence); err != nil {
+			return did, err
+		}
+		if err := recordPushed(ctx, js, p.issued); err != nil {
+			return did, err
+		}
+	}
+	return did, nil
+}
+
+// push pushes the accounts at those indices of the claims, in levels, each proven.
+func (p *Pusher) push(ctx context.Context, todo []int) (Delivered, error) {
+	var did Delivered
+	missing := map[string]bool{}
+	var mu sync.Mutex
+	done := 0
+	if p.issued == nil {
+		p.issued = map[string]int64{}
+	}
+	for _, level := range levels(p.claims, todo) {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(p.opts.Concurrency)
+		for _, i := range level {
+			g.Go(func() error {
+				a := p.claims[i]
+				var held int64
+				if h, ok := p.held[a.Claims.Subject]; ok {
+					held = h.claims.IssuedAt
+				}
+				token, iat, err := operator.EncodeAccountAt(a.Claims, p.opts.Signer, held)
+				if err != nil {
+					return err
+				}
+				stored, err := p.Resolver.Push(gctx, a.Name, token)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				p.issued[a.Claims.Subject] = iat
+				for _, s := range p.Resolver.Servers {
+					if !slices.Contains(stored, s) {
+						missing[s] = true
+					}
+				}
+				done++
+				if p.opts.Progress != nil {
+					p.opts.Progress(done, len(todo), a.Name)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return did, err
+		}
+		// Proven level by level: a probe builds its account, and an account built while an
+		// account it imports from is still being built can come up without that import (seen
+		// once in the tests: $JS.API.INFO from the mesh's account, left out until the next push).
+		if err := probeAll(ctx, p.Resolver, p.claims, level, p.opts); err != nil {
+			return did, err
+		}
+	}
+	for _, i := range todo {
+		did.Pushed = append(did.Pushed, p.claims[i].Name)
+	}
+	if len(todo) > 0 {
+		for _, s := range p.Resolver.Down {
+			missing[s] = true
+		}
+	}
+	did.Missing = slices.Sorted(maps.Keys(missing))
+	return did, nil
+}
+
+// Remove revokes every account the change set revokes — a version newer than any held, with no
+// signing keys (no user can connect, and those connected are closed), no connections, no exports
+// and no imports, its JetStream left as it was — and then deletes those it deletes: last, after
+// the streams, as --prune's deletes are.
+func (p *Pusher) Remove(ctx context.Context, cs change.Changes, fence func(context.Context) error) (Delivered, error) {
+	var did Delivered
+	var drop []string
+	for _, c := range cs.Principals {
+		if c.Kind != change.KindAccount || c.Refused != "" {
+			continue
+		}
+		h, ok := p.held[c.Key]
+		if !ok {
+			continue
+		}
+		if c.Revokes {
+			if err := check(ctx, fence); err != nil {
+				return did, err
+			}
+			token, err := operator.EncodeAccount(Revoking(h.claims), p.opts.Signer, h.claims.IssuedAt)
+			if err != nil {
+				return did, err
+			}
+			if _, err := p.Resolver.Push(ctx, c.Principal, token); err != nil {
+				return did, err
+			}
+			did.Revoked = append(did.Revoked, c.Principal)
+		}
+		if c.Action == change.Delete {
+			drop = append(drop, c.Key)
+			did.Deleted = append(did.Deleted, c.Principal)
+		}
+	}
+	if len(drop) == 0 {
+		return did, nil
+	}
+	if err := check(ctx, fence); err != nil {
+		return did, err
+	}
+	slices.Sort(drop)
+	request, err := operator.DeleteRequest(p.opts.Signer, drop)
+	if err != nil {
+		return did, err
+	}
+	if _, err := p.Resolver.update(ctx, claimsDelete, fmt.Sprintf("deleting %d account(s) the catalogue no longer has", len(drop)), []byte(request)); err != nil {
+		return did, fmt.Errorf("%w; a server needs allow_delete: true in its resolver block to delete (as `meshc operator init` writes it); the accounts stay revoked", err)
+	}
+	return did, nil
+}
+
+// PushClaims pushes every account of claims, exporters first, each proven by a probe, to a
+// resolver that holds none of them (a throwaway bus: meshc verify's): no read, no diff, nothing
+// removed.
+func PushClaims(ctx context.Context, r *Resolver, claims []compiler.AccountClaims, opts PushOptions) (Delivered, error) {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	p := &Pusher{Resolver: r, claims: compiler.PushOrder(claims), opts: opts}
+	all := make([]int, len(p.claims))
+	for i := range all {
+		all[i] = i
+	}
+	return p.push(ctx, all)
+}
+
+// Converge makes the resolver hold exactly the catalogue's accounts with no lock and no streams
+// to wait for (meshc up's development bus, a benchmark): Read, the diff, Deliver and Remove. A
+// change no flag permits is its error, and nothing is pushed.
+func (p *Pusher) Converge(ctx context.Context) (Delivered, error) {
+	held, err := p.Read(ctx, nil)
+	if err != nil {
+		return Delivered{}, err
+	}
+	meshNew := !slices.ContainsFunc(held.Accounts, func(a change.Principal) bool { return a.Key == p.plan.Operator.Accounts[p.plan.Account] })
+	cs := change.Changes{Principals: change.DiffPrincipals(held, p.want, p.plan.Account)}
+	if r := cs.Refusals(); len(r) > 0 {
+		return Delivered{}, refusal{fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(r, "\n  - "))}
+	}
+	did, err := p.Deliver(ctx, cs, nil, nil)
+	did.MeshNew = meshNew
+	if err != nil {
+		return did, err
+	}
+	removed, err := p.Remove(ctx, cs, nil)
+	did.Revoked, did.Deleted = removed.Revoked, removed.Deleted
+	return did, err
+}
+
+// Revoking is an account's revoking version: what a server that missed the removal takes from the
+// others when it returns, since the newest version wins their exchange (docs/nats.md, "Removing
+// an account").
+func Revoking(held *jwt.AccountClaims) *jwt.AccountClaims {
+	rc := *held
+	rc.SigningKeys = jwt.SigningKeys{}
+	rc.Exports, rc.Imports = nil, nil
+	rc.Limits.Conn, rc.Limits.LeafNodeConn = 0, 0
+	rc.DefaultPermissions = jwt.Permissions{Pub: jwt.Permission{Deny: []string{">"}}, Sub: jwt.Permission{Deny: []string{">"}}}
+	rc.Tags = append(slices.Clone(held.Tags), RevokedTag)
+	return &rc
+}
+
+func check(ctx context.Context, fence func(context.Context) error) error {
+	if fence == nil {
+		return nil
+	}
+	return fence(ctx)
 }
 
 // OpenPusher reads operator mode's secrets — the operator's signing key (none for a dry run) and
@@ -771,61 +951,22 @@ func OpenPusher(ctx context.Context, c Connection, plan *compiler.Plan, keyPath,
 	return NewPusher(ctx, c.Endpoint, system, plan, signer, c.RequestTimeout)
 }
 
-// OpenDelivery is OpenPusher, then the mesh's own account pushed when the resolver does not hold
-// it as derived: mesh-controller lives in it, and the lock apply takes before it pushes the rest
-// (Deliver) lives in its JetStream. A dry run pushes nothing.
-func OpenDelivery(ctx context.Context, c Connection, plan *compiler.Plan, keyPath, credsPath string, dryRun bool) (*Pusher, error) {
-	p, err := OpenPusher(ctx, c, plan, keyPath, credsPath, dryRun)
-	if err != nil {
-		return nil, err
-	}
-	if !dryRun {
-		if p.first, err = p.Mesh(ctx); err != nil {
-			p.Close()
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-// Deliver pushes every account (a dry run: says what it would push), checking fence first when
-// set (the push is a write under apply's lock), and says what it did, the mesh's account pushed
-// on opening included.
-func (p *Pusher) Deliver(ctx context.Context, fence func(context.Context) error, dryRun bool) (string, error) {
-	if dryRun {
-		did, err := p.Status(ctx)
-		return did.Say(true), err
-	}
-	if fence != nil {
-		if err := fence(ctx); err != nil {
-			return "", err
-		}
-	}
-	did, err := p.All(ctx, nil)
-	return did.After(p.first).Say(false), err
-}
-
-// StartsEmpty is the package's StartsEmpty for what this pusher pushed on opening.
-func (p *Pusher) StartsEmpty(live *change.State, plan *compiler.Plan) error {
-	return StartsEmpty(p.first, live, plan)
-}
-
-// StartsEmpty refuses to create the mesh's streams when the resolver never held the mesh's account
-// before this apply (first is what pushing it did) and the bus holds none of the plan's streams:
-// a bus that ran from an accounts file keeps its streams in a directory named after the account's
-// name, and in operator mode the server looks under its key (docs/nats.md, "Moving a bus to
-// operator mode"). Creating them would start the mesh empty beside its history.
-func StartsEmpty(first Pushed, live *change.State, plan *compiler.Plan) error {
-	if !first.MeshNew {
+// StartsEmpty refuses to create the mesh's streams on a bus that holds none of the plan's streams
+// and where meshc never applied (no state bucket) unless newBus says the bus is new: a bus that
+// ran from an accounts file keeps its streams in a directory named after the account's name, and
+// in operator mode the server looks under its key (docs/nats.md, "Moving a bus to operator
+// mode"). Creating them would start the mesh empty beside its history.
+func StartsEmpty(live *change.State, plan *compiler.Plan, newBus bool) error {
+	if plan.Operator == nil || newBus {
 		return nil
 	}
 	for _, s := range live.Streams {
-		if slices.ContainsFunc(plan.Streams, func(p compiler.Stream) bool { return p.Config.Name == s.Name }) {
+		if s.Name == compiler.ApplyBucketStream || slices.ContainsFunc(plan.Streams, func(p compiler.Stream) bool { return p.Config.Name == s.Name }) {
 			return nil
 		}
 	}
 	key := plan.Operator.Accounts[plan.Account]
-	return fmt.Errorf("the mesh's account %s is new to these servers and holds no stream: if the bus ran from an accounts file, its streams are in STORE/jetstream/%s on each server, "+
+	return fmt.Errorf("the mesh's account %s holds no stream, and meshc never applied to it: if the bus ran from an accounts file, its streams are in STORE/jetstream/%s on each server, "+
 		"and in operator mode the server keeps them in STORE/jetstream/%s. On one server: stop it, move the one directory to the other (mv STORE/jetstream/%s STORE/jetstream/%s), start it and apply again. "+
 		"On a cluster, whose meta group records each stream under the account's name, moving directories does not carry them: back each stream up while the bus still runs from the file (nats stream backup), and once switched restore it as mesh-controller (nats stream restore) before applying. "+
 		"If this bus is new, apply with --new-bus to create the streams",

@@ -1,7 +1,7 @@
 package apply
 
 import (
-	"context"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natstest"
 	"github.com/meshc-dev/meshc/internal/testwait"
@@ -103,22 +104,48 @@ func (m *opMesh) as(t *testing.T, url, user string, opts ...nats.Option) (*nats.
 	return nc, err
 }
 
-func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Option) (Pushed, error) {
+// push does what apply does to the accounts, as the system user: the resolver read, the change
+// set's users and accounts diffed, delivered and what the catalogue dropped removed.
+func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Option) (Delivered, error) {
 	t.Helper()
-	r, err := NewResolver(t.Context(), nc, 3*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims, err := m.plan.Claims()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return PushAccounts(t.Context(), r, m.plan.Account, claims, PushOptions{
+	p, err := PusherOn(t.Context(), nc, m.plan, PushOptions{
 		Signer: m.op.Signing,
 		Dial: func(extra ...nats.Option) (*nats.Conn, error) {
 			return nats.Connect(url, append(slices.Clone(opts), extra...)...)
 		},
-	})
+	}, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Converge(t.Context())
+}
+
+// current counts the accounts of the plan some server does not hold as the catalogue derives
+// them, signed by the operator's signing key.
+func (m *opMesh) current(t *testing.T, r *Resolver) (behind int) {
+	t.Helper()
+	claims, _ := m.plan.Claims()
+	for _, a := range claims {
+		want, _ := compiler.Canonical(a.Claims)
+		answers, _ := r.Lookup(t.Context(), a.Claims.Subject)
+		if len(answers) < len(r.Servers) {
+			behind++
+			continue
+		}
+		for _, token := range answers {
+			ac, err := jwt.DecodeAccountClaims(token)
+			if err != nil {
+				behind++
+				break
+			}
+			got, _ := compiler.Canonical(ac)
+			if ac.Issuer != m.plan.Operator.SigningKey || !bytes.Equal(got, want) {
+				behind++
+				break
+			}
+		}
+	}
+	return behind
 }
 
 func runOperatorServer(t *testing.T, m *opMesh, extra string) *server.Server {
@@ -146,7 +173,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(did.Servers) != 3 || len(did.Missing) != 0 || len(did.Pushed) != len(m.plan.OperatorAccounts()) {
+	if len(did.Missing) != 0 || len(did.Pushed) != len(m.plan.OperatorAccounts()) {
 		t.Fatalf("first push: %+v", did)
 	}
 
@@ -173,7 +200,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 			t.Fatalf("push with n3 down: %+v", did)
 		}
 	}
-	t.Logf("with n3 down: %s", did.Say(false))
+	t.Logf("with n3 down: %+v", did)
 
 	// The two nodes left run it: bob on n1 calls prune, served on n2.
 	registry, err := m.as(t, fmt.Sprintf("nats://127.0.0.1:%d", c.opts[1].Port), "serve.anchor.registry")
@@ -190,20 +217,10 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 
 	// n3 comes back and catches up by itself: every server holds what the catalogue derives.
 	c.start(2)
-	claims, _ := m.plan.Claims()
 	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
 	start := time.Now()
 	testwait.ForNil(t, "n3 to catch up", 30*time.Second, func() error {
-		behind := 0
-		for _, a := range claims {
-			want, _ := compiler.Canonical(a.Claims)
-			answers, _ := r.Lookup(t.Context(), a.Claims.Subject)
-			h, _ := heldOf(answers, want, m.plan.Operator.SigningKey, compiler.OwnerTag(m.plan.Account))
-			if !h.Current || len(answers) < 3 {
-				behind++
-			}
-		}
-		if behind > 0 {
+		if behind := m.current(t, r); behind > 0 {
 			return fmt.Errorf("%d account(s) behind", behind)
 		}
 		return nil
@@ -298,8 +315,8 @@ func TestDeletesOnlyTheMeshsOwnDroppedAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(did.Deleted, []string{dropped}) {
-		t.Fatalf("deleted %v, want bob's %s alone", did.Deleted, dropped)
+	if !slices.Equal(did.Deleted, []string{"person.bob"}) || !slices.Equal(did.Revoked, []string{"person.bob"}) {
+		t.Fatalf("revoked %v and deleted %v, want bob's alone", did.Revoked, did.Deleted)
 	}
 	held, _ := r.List(t.Context())
 	if held[dropped] > 0 || held[foreign] == 0 {
@@ -310,21 +327,27 @@ func TestDeletesOnlyTheMeshsOwnDroppedAccounts(t *testing.T) {
 	}
 }
 
-// Dry runs push nothing: Status says what would be pushed, and the resolver still holds none.
-func TestStatusPushesNothing(t *testing.T) {
+// Reading pushes nothing: a fresh resolver's read says every account is to be created, and the
+// resolver still holds none of them.
+func TestReadingTheResolverPushesNothing(t *testing.T) {
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
-	p := &Pusher{nc: sys, mesh: m.plan.Account, opts: PushOptions{SigningKey: m.plan.Operator.SigningKey}}
-	p.claims, _ = m.plan.Claims()
-	p.Resolver, _ = NewResolver(context.Background(), sys, 3*time.Second)
-	did, err := p.Status(t.Context())
-	if err != nil || len(did.Pushed) != len(p.claims) || !did.MeshNew {
-		t.Fatalf("status of a fresh resolver: %+v %v", did, err)
+	p, err := PusherOn(t.Context(), sys, m.plan, PushOptions{}, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	held, _ := p.Resolver.List(t.Context())
-	if len(held) != 1 { // the system account, preloaded
-		t.Fatalf("a dry run left %d accounts on the resolver", len(held))
+	held, err := p.Read(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := change.Changes{Principals: change.DiffPrincipals(held, p.Wanted(), m.plan.Account)}
+	if n := cs.CountPrincipals(change.KindAccount, change.Create); n != len(m.plan.OperatorAccounts()) {
+		t.Fatalf("a fresh resolver: %d account(s) to create, want %d", n, len(m.plan.OperatorAccounts()))
+	}
+	listed, _ := p.Resolver.List(t.Context())
+	if len(listed) != 1 { // the system account, preloaded
+		t.Fatalf("a read left %d accounts on the resolver", len(listed))
 	}
 }
 
@@ -357,7 +380,7 @@ func TestTheSystemUserMayOnlyPush(t *testing.T) {
 			t.Fatalf("the system user may %s", what)
 		}
 	}
-	for _, subject := range []string{"$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER." + s.ID() + ".RELOAD", "$SYS.REQ.ACCOUNT." + m.plan.Operator.Accounts["person.bob"] + ".CONNZ"} {
+	for _, subject := range []string{"$SYS.REQ.SERVER.PING", "$SYS.REQ.SERVER.PING.STATSZ", "$SYS.REQ.SERVER.PING.VARZ", "$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.SERVER." + s.ID() + ".RELOAD", "$SYS.REQ.ACCOUNT." + m.plan.Operator.Accounts["person.bob"] + ".CONNZ"} {
 		refused("Publish to \""+subject+"\"", func() error { return sys.Publish(subject, nil) })
 	}
 	refused("Subscription to \"$SYS.ACCOUNT.>\"", func() error { _, err := sys.SubscribeSync("$SYS.ACCOUNT.>"); return err })

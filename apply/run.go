@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,36 +18,54 @@ import (
 	"github.com/meshc-dev/meshc/internal/output"
 )
 
-// Run is one `meshc apply` on a connected bus, its steps in the order that loses nothing: the
-// lock before the read (a state read while another apply changes it is already stale), the users
-// before the streams (a module whose consumer is about to exist should be able to connect),
-// every refusal decided before the first write, and each write fenced by the lock.
+// Run is one `meshc apply` on a connected bus, its steps in the order that loses nothing
+// (docs/nats.md, "Users and accounts in the plan"):
+//
+//  1. read everything the change set is about — streams and consumers, users and accounts —
+//     and diff it (a pure function), the saved plan checked against it;
+//  2. decide every refusal: a refused apply writes nothing, takes no lock, pushes nothing;
+//  3. take the lock, and read again if another apply wrote to the bus meanwhile;
+//  4. deliver the users and accounts the change set creates and updates (an account's limits
+//     may be what a new stream needs);
+//  5. apply the streams and consumers, each write fenced by the lock;
+//  6. remove the accounts the catalogue dropped, last, as --prune's deletes are.
+//
+// In operator mode the one write before all this is the mesh's own account when the servers
+// hold none at all (Pusher.Bootstrap, before the bus can be reached as mesh-controller).
 type Run struct {
 	Plan *compiler.Plan
 	// DryRun reads and prints the change set and writes nothing, without the lock.
 	DryRun bool
 	// Saved, a plan saved by `meshc plan --save`, must still be the change set meshc makes now,
-	// on a bus that has not moved.
+	// on a bus that has not moved; one whose changes are all on the bus already is done.
 	Saved *change.Saved
 	// Options are what apply may do (Prune also decides the change set: the deletes); Fence is
 	// set from the lock.
 	Options Options
 	Lock    LockOptions
-	// Users pushes the accounts in operator mode; NewBus lets it start a mesh that holds no
-	// stream beside a bus that may have had one under another name (Pusher.StartsEmpty).
-	Users  *Pusher
+	// Users is how the bus receives its users and accounts (nil: they are not compared).
+	Users Delivery
+	// NewBus lets an operator-mode apply create the streams of a mesh on a bus where meshc
+	// never applied (StartsEmpty).
 	NewBus bool
-	// Accounts delivers an accounts file (AccountsFile), under the lock, after every refusal was
-	// decided, and records the delivery on the bus; Monitor is where the server's config_digest
-	// is read for the record, or, with no delivery, for whether the bus still runs the accounts
-	// meshc delivered ("" when no endpoint was named).
-	Accounts *AccountsDelivery
-	Monitor  string
-	Read     ReadOptions
+	Read   ReadOptions
 	// Out receives the change set in Format; Say a line for the person running it.
 	Out    io.Writer
 	Format output.Format
 	Say    func(string)
+}
+
+// Outcome is what a run did, for the command to say.
+type Outcome struct {
+	Changes change.Changes
+	// Applied is what the streams' and consumers' apply did; nil when it had nothing to do.
+	Applied *Result
+	// Users is what delivering the users and accounts did, Removed what removing those the
+	// catalogue dropped did.
+	Users, Removed Delivered
+	// AlreadyApplied: a saved plan whose every change the bus already holds (a CI job run
+	// again after it succeeded).
+	AlreadyApplied bool
 }
 
 // refusal marks an error as a refusal of the plan (it needs a flag, or its catalogue or bus
@@ -56,110 +75,176 @@ type refusal struct{ error }
 func (r refusal) Is(target error) bool { return target == ErrRefused }
 func (r refusal) Unwrap() error        { return r.error }
 
-// Do runs it, and says what Apply did: nil when there was nothing to apply (a dry run, or no
-// change). An error that errors.Is ErrRefused is the plan's refusal; any other is meshc not able
-// to run (a server that refused or did not answer, a lock held, a file not written).
-func (r *Run) Do(ctx context.Context, bus *Bus) (*Result, error) {
-	js, err := bus.JetStream()
+// Do runs it. An error that errors.Is ErrRefused is the plan's refusal, and then nothing was
+// written; any other is meshc not able to run (a server that refused or did not answer, a lock
+// held, a file not written), and what was done before it stands. bus may be nil for a dry run of
+// a mesh whose account the servers do not hold yet (nothing to read as mesh-controller).
+func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
+	var js jetstream.JetStream
+	if bus != nil {
+		var err error
+		if js, err = bus.JetStream(); err != nil {
+			return nil, err
+		}
+	}
+	before := bucketSequence(ctx, js)
+	live, changes, err := r.look(ctx, bus, js)
 	if err != nil {
+		return nil, WhyStopped(ctx, err)
+	}
+	out := &Outcome{Changes: changes}
+	if r.Saved != nil && bus != nil {
+		if id := r.Saved.Bus.Identity; id != "" && bus.Identity() != id {
+			return nil, refusal{fmt.Errorf("the plan was saved against %s (%s), and this is %s: nothing was applied — plan again against this bus", id, r.Saved.Bus.Server, bus.Identity())}
+		}
+	}
+	if r.Saved != nil && r.Saved.Done(live, changes) {
+		out.AlreadyApplied = true
+		return out, nil
+	}
+	if err := r.decide(ctx, bus, live, &changes); err != nil {
 		return nil, err
 	}
-	var fence func(context.Context) error
-	if !r.DryRun {
-		lock, err := AcquireLock(ctx, js, r.Lock)
-		if err != nil {
-			return nil, WhyStopped(ctx, err)
-		}
-		defer lock.Release(context.Background())
-		ctx, fence = lock.Context(), lock.Check
-	}
-	if r.Users != nil {
-		// Inside the lock: two applies at once would push two versions in one second, which a
-		// cluster's servers may keep in different orders (docs/nats.md, "A push on a cluster").
-		said, err := r.Users.Deliver(ctx, fence, r.DryRun)
-		if err != nil {
-			return nil, WhyStopped(ctx, err)
-		}
-		r.Say("accounts: " + said)
-	}
-	live, err := Read(ctx, bus, r.Read)
-	if err != nil {
-		return nil, WhyStopped(ctx, err)
-	}
-	if r.Users != nil && !r.NewBus {
-		if err := r.Users.StartsEmpty(live, r.Plan); err != nil {
-			return nil, refusal{err}
-		}
-	}
-	changes := change.Diff(live, r.Plan, change.DiffOptions{Prune: r.Options.Prune})
-	if r.Saved != nil {
-		if err := r.Saved.StillHolds(live, changes); err != nil {
-			return nil, refusal{err}
-		}
-	}
-	if err := CountDrops(ctx, bus, changes, r.Read); err != nil {
-		return nil, WhyStopped(ctx, err)
-	}
+	out.Changes = changes
 	if err := change.Render(r.Out, changes, r.Format); err != nil {
 		return nil, err
 	}
 	if r.DryRun {
-		return nil, nil
+		return out, nil
 	}
-	opts := r.Options
-	opts.Fence = fence
-	if err := Refusals(changes, opts); err != nil {
-		if r.Accounts != nil {
-			err = fmt.Errorf("%w\n%s was not written either", err, r.Accounts.path)
-		}
+	if err := r.refusals(live, changes); err != nil {
 		return nil, err
 	}
-	switch {
-	case r.Accounts != nil:
-		// Decided here, under the lock, from what file and server hold now.
-		r.Accounts.Fence = fence
-		did, err := r.Accounts.Deliver(ctx)
-		if err != nil {
+
+	lock, err := AcquireLock(ctx, js, r.Lock)
+	if err != nil {
+		return nil, WhyStopped(ctx, err)
+	}
+	defer lock.Release(context.Background())
+	ctx, fence := lock.Context(), lock.Check
+	if lock.revision() != before+1 {
+		// Something wrote to apply's bucket between the read and the lock: another apply, most
+		// likely, whose changes the change set shown does not know of. Read again under the lock.
+		moved := changes
+		if live, changes, err = r.look(ctx, bus, js); err != nil {
 			return nil, WhyStopped(ctx, err)
 		}
-		r.Say(did.Said)
-		if err := r.recordAccounts(ctx, js, fence); err != nil {
-			r.Say(err.Error())
+		if err := r.decide(ctx, bus, live, &changes); err != nil {
+			return nil, err
 		}
-	case r.Users == nil:
-		if said := AccountsStatus(ctx, js, r.Plan, r.Monitor); said != "" {
-			r.Say(said)
+		if change.ChangesDigest(changes) != change.ChangesDigest(moved) {
+			r.Say("the bus changed while this apply waited for the lock; the change set is now:")
+			if err := change.Render(r.Out, changes, r.Format); err != nil {
+				return nil, err
+			}
+		}
+		if err := r.refusals(live, changes); err != nil {
+			return nil, err
+		}
+		out.Changes = changes
+	}
+
+	opts := r.Options
+	opts.Fence = fence
+	if r.Users != nil && changes.Undelivered == "" {
+		if out.Users, err = r.Users.Deliver(ctx, changes, fence, js); err != nil {
+			return out, WhyStopped(ctx, err)
 		}
 	}
-	if changes.Empty() {
-		return nil, nil
+	if !changes.StreamsEmpty() {
+		result, err := Apply(ctx, js, changes, opts)
+		out.Applied = &result
+		for _, n := range result.Notes {
+			r.Say("note: " + n)
+		}
+		if errors.Is(err, ErrRefused) {
+			return out, refusal{WhyStopped(ctx, err)}
+		}
+		if err != nil {
+			return out, WhyStopped(ctx, err)
+		}
 	}
-	result, err := Apply(ctx, js, changes, opts)
-	for _, n := range result.Notes {
-		r.Say("note: " + n)
+	if r.Users != nil && changes.Undelivered == "" {
+		if out.Removed, err = r.Users.Remove(ctx, changes, fence); err != nil {
+			return out, WhyStopped(ctx, err)
+		}
 	}
-	if errors.Is(err, ErrRefused) {
-		return &result, refusal{WhyStopped(ctx, err)}
-	}
-	if err != nil {
-		return &result, WhyStopped(ctx, err)
-	}
-	return &result, nil
+	return out, nil
 }
 
-// recordAccounts records the delivery on the bus, with the server's config_digest when the
-// reload was watched on its monitoring endpoint.
-func (r *Run) recordAccounts(ctx context.Context, js jetstream.JetStream, fence func(context.Context) error) error {
-	if fence != nil {
-		if err := fence(ctx); err != nil {
-			return err
+// look reads what the bus holds and diffs the plan against it.
+func (r *Run) look(ctx context.Context, bus *Bus, js jetstream.JetStream) (*change.State, change.Changes, error) {
+	live := &change.State{}
+	if bus != nil {
+		var err error
+		if live, err = Read(ctx, bus, r.Read); err != nil {
+			return nil, change.Changes{}, err
 		}
 	}
-	rec := AccountsRecord{Digest: AccountsDigest(r.Accounts.data), At: time.Now(), By: "meshc apply --accounts"}
-	if r.Accounts.server != nil && r.Monitor != "" {
-		rec.ConfigDigest, _ = ServerConfigDigest(ctx, r.Monitor)
+	var want *change.Principals
+	if r.Users != nil {
+		held, err := r.Users.Read(ctx, js)
+		if err != nil {
+			return nil, change.Changes{}, err
+		}
+		live.Principals, want = held, r.Users.Wanted()
 	}
-	return RecordAccounts(ctx, js, rec)
+	return live, change.Diff(live, r.Plan, change.DiffOptions{Prune: r.Options.Prune, Principals: want}), nil
+}
+
+// decide holds the change set to the saved plan and counts what its changes drop.
+func (r *Run) decide(ctx context.Context, bus *Bus, live *change.State, changes *change.Changes) error {
+	if r.Saved != nil {
+		if err := r.Saved.StillHolds(live, *changes); err != nil {
+			return refusal{err}
+		}
+		r.Saved.Approvals(changes)
+	}
+	if bus != nil {
+		if err := CountDrops(ctx, bus, *changes, r.Read); err != nil {
+			return WhyStopped(ctx, err)
+		}
+	}
+	return nil
+}
+
+// refusals are every refusal of the change set, in one error: the flags it needs, what no flag
+// permits (another's objects and accounts, a mesh account re-keyed away from its streams), and
+// an operator-mode mesh that would start empty beside its history.
+func (r *Run) refusals(live *change.State, changes change.Changes) error {
+	opts := r.Options
+	refused := append(refusalsOf(changes, opts), changes.Refusals()...)
+	if err := StartsEmpty(live, r.Plan, r.NewBus); err != nil {
+		refused = append(refused, err.Error())
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%v, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
+	if f, ok := r.Users.(*FileDelivery); ok {
+		msg += fmt.Sprintf("\n%s was not written either", f.path)
+	}
+	return refusal{errors.New(msg)}
+}
+
+// bucketSequence is the last sequence of apply's bucket (0 when there is none): a lock taken at
+// the next one proves no apply wrote to the bus between.
+func bucketSequence(ctx context.Context, js jetstream.JetStream) uint64 {
+	if js == nil {
+		return 0
+	}
+	s, err := js.Stream(ctx, compiler.ApplyBucketStream)
+	if err != nil {
+		return 0
+	}
+	return s.CachedInfo().State.LastSeq
+}
+
+// revision is the lock's revision as taken.
+func (l *Lock) revision() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev
 }
 
 // AccountsFile decides everything about delivering the plan's accounts file to path that can
@@ -178,25 +263,6 @@ func AccountsFile(ctx context.Context, plan *compiler.Plan, path string, allowMi
 		}
 	}
 	return PrepareAccounts(ctx, data, path, server)
-}
-
-// AccountsStatus says, where a command delivers no accounts, when the users and permissions on
-// the bus may differ from the catalogue's, and what that rests on; "" when nothing says they do.
-// monitor is a monitoring endpoint named by the person running it, or "".
-func AccountsStatus(ctx context.Context, js jetstream.JetStream, plan *compiler.Plan, monitor string) string {
-	if plan.Operator != nil {
-		// What the resolver holds is the delivery: Pusher.Status reads it, as the system user,
-		// which plan does not connect as.
-		return "users and permissions: with auth: operator they are the accounts the servers' resolver holds; `meshc apply --dry-run` with the system user's credentials says which differ from the catalogue"
-	}
-	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
-	if err != nil {
-		return ""
-	}
-	if ev := CheckAccounts(ctx, js, AccountsDigest(data), monitor); ev.MayDiffer {
-		return fmt.Sprintf("users and permissions: %s [this rests on %s]", ev.Said, ev.Rests)
-	}
-	return ""
 }
 
 // HolderName names an apply in the bus's lock: which mesh, who, where, which process, so the

@@ -92,7 +92,7 @@ func TestOperatorModeOverTLS(t *testing.T) {
 		t.Fatalf("the system user over TLS: %v", err)
 	}
 	defer pusher.Close()
-	did, err := pusher.All(t.Context(), nil)
+	did, err := pusher.Converge(t.Context())
 	if err != nil || len(did.Pushed) != len(m.plan.OperatorAccounts()) {
 		t.Fatalf("pushing over TLS: %+v %v", did, err)
 	}

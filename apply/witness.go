@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -23,7 +26,7 @@ import (
 // Violation" either way), so a connection attempt proves nothing. What remains is what meshc
 // itself records on the bus when it delivers an accounts file, and the server's own digest of
 // its configuration where its monitoring endpoint can be read. In operator mode the account
-// resolver answers for each account: that witness is added beside these (AccountsEvidence.Rests).
+// resolver answers for each account (Pusher.Read).
 
 // accountsKey is the key of apply's bucket recording the accounts file last delivered.
 const accountsKey = "accounts.delivered"
@@ -36,6 +39,9 @@ type AccountsRecord struct {
 	ConfigDigest string    `json:"config_digest,omitempty"`
 	At           time.Time `json:"at"`
 	By           string    `json:"by"`
+	// Development: the file carried development credentials (meshc up's), not the catalogue's:
+	// a comparison with it leaves credentials out.
+	Development bool `json:"development,omitempty"`
 }
 
 // AccountsDigest is the digest an accounts file is recorded and compared by.
@@ -44,8 +50,19 @@ func AccountsDigest(accountsFile []byte) string {
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// RecordAccounts records on the bus that the accounts file with digest was delivered.
-func RecordAccounts(ctx context.Context, js jetstream.JetStream, rec AccountsRecord) error {
+// RecordAccounts records on the bus that an accounts file was delivered: its digest, and each of
+// its users' and accounts' digests (change.Principals.Record), so a later plan away from the
+// server can say who differs.
+func RecordAccounts(ctx context.Context, js jetstream.JetStream, rec AccountsRecord, delivered *change.Principals) error {
+	if delivered != nil {
+		data, err := delivered.Record()
+		if err != nil {
+			return err
+		}
+		if err := putRecord(ctx, js, principalsKey, data); err != nil {
+			return err
+		}
+	}
 	kv, err := stateBucket(ctx, js)
 	if err != nil {
 		return fmt.Errorf("record the accounts delivered in %s: %w", compiler.ApplyBucket, explain(err))
@@ -57,15 +74,41 @@ func RecordAccounts(ctx context.Context, js jetstream.JetStream, rec AccountsRec
 	return nil
 }
 
-// AccountsEvidence is what the bus tells of its users and permissions against a catalogue's.
-type AccountsEvidence struct {
-	// MayDiffer: the bus's users and permissions may not be the catalogue's.
-	MayDiffer bool
-	// Rests says what the verdict rests on: "the delivery recorded on the bus", "the server's
-	// config_digest", "nothing the bus records".
-	Rests string
-	// Said is the sentence for the user, with what to do.
-	Said string
+// principalsKey records the principals of the accounts file last delivered.
+const principalsKey = "accounts.delivered.principals"
+
+// ReadAccountsRecord reads what the bus recorded of the last accounts file delivered: nil, nil
+// when nothing is, and the record without its principals when they were not recorded (a meshc
+// from before they were).
+func ReadAccountsRecord(ctx context.Context, js jetstream.JetStream) (*AccountsRecord, *change.Principals, error) {
+	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, explain(err)
+	}
+	entry, err := kv.Get(ctx, accountsKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, explain(err)
+	}
+	var rec AccountsRecord
+	if json.Unmarshal(entry.Value(), &rec) != nil {
+		return nil, nil, nil
+	}
+	data, err := getRecord(ctx, js, principalsKey)
+	if err != nil || data == nil {
+		return &rec, nil, err
+	}
+	held, err := change.ReadRecord(data, "")
+	if err != nil || held.File != rec.Digest {
+		// Not the record of the file the head names: written half way, or by another meshc.
+		return &rec, nil, nil
+	}
+	return &rec, held, nil
 }
 
 // ServerConfigDigest reads the server's digest of its configuration (/varz config_digest) from
@@ -97,39 +140,119 @@ func ServerConfigDigest(ctx context.Context, monitor string) (string, error) {
 	return v.ConfigDigest, nil
 }
 
-// CheckAccounts says whether the users and permissions on the bus may differ from the
-// accounts file the catalogue composes (want, its AccountsDigest), from what the bus recorded
-// of the last delivery and, with a monitoring URL, the server's config_digest now.
-func CheckAccounts(ctx context.Context, js jetstream.JetStream, want, monitor string) AccountsEvidence {
-	const deliver = "deliver them where the server runs: `meshc apply --accounts PATH --reload PID` (README: Where the accounts are delivered from)"
-	var rec AccountsRecord
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
-	if err == nil {
-		var entry jetstream.KeyValueEntry
-		if entry, err = kv.Get(ctx, accountsKey); err == nil {
-			err = json.Unmarshal(entry.Value(), &rec)
+// A record too large for one message (the principals of a large mesh, the issue times of its
+// accounts) is kept in parts, key.1, key.2, …, under a head that names their count and digest:
+// a reader that finds them disagree (a write stopped half way) reads nothing rather than a mix.
+type recordHead struct {
+	Parts  int    `json:"parts"`
+	Digest string `json:"digest"`
+}
+
+// putRecord writes data under key in apply's bucket, in parts the account's payload limit takes.
+func putRecord(ctx context.Context, js jetstream.JetStream, key string, data []byte) error {
+	kv, err := stateBucket(ctx, js)
+	if err != nil {
+		return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
+	}
+	part := 512 << 10
+	if max := int(js.Conn().MaxPayload()) - 4096; max > 0 && max < part {
+		part = max
+	}
+	head := recordHead{Digest: AccountsDigest(data)}
+	for off := 0; off < len(data) || head.Parts == 0; off += part {
+		head.Parts++
+		if _, err := kv.Put(ctx, fmt.Sprintf("%s.%d", key, head.Parts), data[off:min(off+part, len(data))]); err != nil {
+			return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
 		}
+	}
+	h, _ := json.Marshal(head)
+	if _, err := kv.Put(ctx, key, h); err != nil {
+		return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
+	}
+	return nil
+}
+
+// getRecord reads what putRecord wrote; nil, nil when nothing (or nothing whole) is recorded.
+func getRecord(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
+	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, nil
 	}
 	if err != nil {
-		return AccountsEvidence{MayDiffer: true, Rests: "nothing the bus records",
-			Said: "meshc cannot tell whether the users and permissions on the bus are the catalogue's: no accounts delivery by meshc is recorded on it (a connection attempt cannot tell: the server refuses a user it does not have as it refuses a wrong password). This delivers streams and consumers only; if the accounts are delivered otherwise, check they are golden/accounts.conf, else " + deliver}
+		return nil, err
 	}
-	when := fmt.Sprintf("recorded on the bus by %s at %s", rec.By, rec.At.UTC().Format(time.RFC3339))
-	if rec.Digest != want {
-		return AccountsEvidence{MayDiffer: true, Rests: "the delivery recorded on the bus",
-			Said: fmt.Sprintf("the users and permissions on the bus differ from the catalogue's: the accounts file last delivered (%s) is not the one this catalogue composes. This delivers streams and consumers only: %s", when, deliver)}
+	entry, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
 	}
-	if monitor != "" && rec.ConfigDigest != "" {
-		now, err := ServerConfigDigest(ctx, monitor)
-		switch {
-		case err != nil:
-			return AccountsEvidence{Rests: "the delivery recorded on the bus",
-				Said: fmt.Sprintf("the accounts file this catalogue composes was delivered (%s); the server's config_digest could not be read to confirm it is still loaded (%v)", when, err)}
-		case now != rec.ConfigDigest:
-			return AccountsEvidence{MayDiffer: true, Rests: "the server's config_digest",
-				Said: fmt.Sprintf("the users and permissions on the bus may differ from the catalogue's: the server's configuration changed since meshc delivered the accounts (%s; config_digest %s then, %s now): %s", when, rec.ConfigDigest, now, deliver)}
+	if err != nil {
+		return nil, err
+	}
+	var head recordHead
+	if json.Unmarshal(entry.Value(), &head) != nil || head.Parts <= 0 {
+		return nil, nil
+	}
+	var data []byte
+	for i := 1; i <= head.Parts; i++ {
+		e, err := kv.Get(ctx, fmt.Sprintf("%s.%d", key, i))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, nil
 		}
-		return AccountsEvidence{Rests: "the server's config_digest", Said: fmt.Sprintf("the accounts file this catalogue composes is the one the server loaded (%s, config_digest unchanged)", when)}
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, e.Value()...)
 	}
-	return AccountsEvidence{Rests: "the delivery recorded on the bus", Said: fmt.Sprintf("the accounts file this catalogue composes was delivered (%s)", when)}
+	if AccountsDigest(data) != head.Digest {
+		return nil, nil
+	}
+	return data, nil
+}
+
+// pushedKey records, in operator mode, the issue time of each account version apply pushed.
+const pushedKey = "accounts.pushed"
+
+// recordPushed adds the issue times of what was just pushed to what the bus records.
+func recordPushed(ctx context.Context, js jetstream.JetStream, issued map[string]int64) error {
+	all, err := readPushed(ctx, js)
+	if err != nil {
+		return err
+	}
+	for k, v := range issued {
+		all[k] = max(all[k], v)
+	}
+	data, err := gzipJSON(all)
+	if err != nil {
+		return err
+	}
+	return putRecord(ctx, js, pushedKey, data)
+}
+
+// readPushed reads the issue time of each account version apply pushed, by account key.
+func readPushed(ctx context.Context, js jetstream.JetStream) (map[string]int64, error) {
+	out := map[string]int64{}
+	data, err := getRecord(ctx, js, pushedKey)
+	if err != nil || data == nil {
+		return out, err
+	}
+	z, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return out, nil
+	}
+	if json.NewDecoder(z).Decode(&out) != nil {
+		return map[string]int64{}, nil
+	}
+	return out, nil
+}
+
+func gzipJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	z := gzip.NewWriter(&b)
+	if err := json.NewEncoder(z).Encode(v); err != nil {
+		return nil, err
+	}
+	if err := z.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

@@ -387,21 +387,17 @@ func clients(plan *compiler.Plan, n int) []compiler.User {
 }
 
 // pushAll pushes the plan's accounts as meshc apply does, probes included.
-func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan *compiler.Plan) (apply.Pushed, error) {
-	r, err := apply.NewResolver(ctx, sys, 10*time.Minute)
-	if err != nil {
-		return apply.Pushed{}, err
-	}
-	claims, err := plan.Claims()
-	if err != nil {
-		return apply.Pushed{}, err
-	}
-	return apply.PushAccounts(ctx, r, plan.Account, claims, apply.PushOptions{
+func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan *compiler.Plan) (apply.Delivered, error) {
+	p, err := apply.PusherOn(ctx, sys, plan, apply.PushOptions{
 		Signer: f.op.Signing,
 		Dial: func(extra ...nats.Option) (*nats.Conn, error) {
 			return nats.Connect(url, append([]nats.Option{nats.Timeout(10 * time.Minute)}, extra...)...)
 		},
-	})
+	}, 10*time.Minute)
+	if err != nil {
+		return apply.Delivered{}, err
+	}
+	return p.Converge(ctx)
 }
 
 // changeTargets picks a connected serving user of a tool and a connected person who may not call

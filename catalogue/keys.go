@@ -150,6 +150,54 @@ func (r KeyRecord) Write(dir string) error {
 	return atomicfile.Write(filepath.Join(dir, KeysFile), b.Bytes(), 0o644)
 }
 
+// ReadKeys reads dir's keys.yaml alone, as the loader reads it, for a command that records keys
+// (mint, operator init): a missing file is an empty record, and a file the loader would refuse is
+// its first finding as an error.
+func ReadKeys(dir string) (KeyRecord, error) {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return KeyRecord{}, err
+	}
+	if !exists(dir, KeysFile) {
+		return KeyRecord{Accounts: map[string]string{}}, nil
+	}
+	var findings Findings
+	k := &Keys{File: KeysFile, Accounts: map[string]Text{}}
+	if doc := readOptional(newOwnFiles(root), KeysFile, &findings, new([]Ignore)); doc != nil {
+		newDecoder(KeysFile, &findings).keys(doc, k)
+	}
+	if len(findings) > 0 {
+		return KeyRecord{}, fmt.Errorf("%s", findings.Sorted()[0])
+	}
+	return k.Record(), nil
+}
+
+// AddAccounts gives every account named that has no key one: the key known for it elsewhere (the
+// golden claims, the bus), else a new one. It returns how many it added and how many it minted.
+// An account's key is its identity, so one the golden claims record is never minted anew: the
+// account under it holds whatever the bus keeps for it (the mesh's streams).
+func (r *KeyRecord) AddAccounts(accounts []string, known map[string]string) (added, minted int, err error) {
+	if r.Accounts == nil {
+		r.Accounts = map[string]string{}
+	}
+	for _, a := range accounts {
+		if r.Accounts[a] != "" {
+			continue
+		}
+		if key := known[a]; key != "" {
+			r.Accounts[a] = key
+			added++
+			continue
+		}
+		if r.Accounts[a], err = MintAccountKey(); err != nil {
+			return added, minted, err
+		}
+		added++
+		minted++
+	}
+	return added, minted, nil
+}
+
 // MintAccountKey returns a new account's public key. Its seed is thrown away: an account's JWT
 // is signed by the operator's signing key and its users by their own scoped keys, so nobody
 // ever needs to sign as the account itself — and nobody can.

@@ -103,6 +103,7 @@ func Load(dir string) (*Catalogue, Findings, error) {
 			newDecoder(KeysFile, &findings).keys(doc, c.Keys)
 		}
 	}
+	c.Files = own.read
 	return c, findings.Sorted(), nil
 }
 
@@ -223,6 +224,7 @@ func readFile(src *ownFiles, rel string, emptyIsFine bool, findings *Findings, i
 	if err != nil {
 		return fail(0, "cannot be read: %s", plainError(err))
 	}
+	src.digested(rel, data)
 	if len(data) > MaxFileSize {
 		return fail(0, "is larger than %d MiB; a catalogue file is a few kilobytes of YAML — is this file in the wrong place?", MaxFileSize>>20)
 	}

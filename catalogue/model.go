@@ -36,6 +36,10 @@ type Catalogue struct {
 	Keys *Keys
 	// Ignores are the `# meshc:ignore RULE reason` comments of every file, in path order.
 	Ignores []Ignore
+	// Files are the SHA-256 of every file the loader read (mesh.yaml, the manifests,
+	// inventory.yaml, credentials.yaml, keys.yaml), by path in the catalogue, as it read them:
+	// what a saved plan records, so applying it later names each file that moved.
+	Files map[string]string
 }
 
 // Ignore is one `# meshc:ignore RULE reason` comment. On a line of its own it silences the

@@ -1,6 +1,8 @@
 package catalogue
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,10 +19,21 @@ type ownFiles struct {
 	root string // the catalogue's real directory
 	mu   sync.Mutex
 	dirs map[string]string // a directory's path under root → its real path
+	// read is the digest of every file read, by its path in the catalogue: what a saved plan
+	// records, taken from the bytes the loader decoded rather than from a second read.
+	read map[string]string
 }
 
 func newOwnFiles(root string) *ownFiles {
-	return &ownFiles{root: root, dirs: map[string]string{}}
+	return &ownFiles{root: root, dirs: map[string]string{}, read: map[string]string{}}
+}
+
+// digested records the digest of a file's bytes as read.
+func (o *ownFiles) digested(rel string, data []byte) {
+	sum := sha256.Sum256(data)
+	o.mu.Lock()
+	o.read[rel] = "sha256:" + hex.EncodeToString(sum[:])
+	o.mu.Unlock()
 }
 
 // open opens the catalogue file rel for reading, if it is the catalogue's own: a regular file

@@ -57,6 +57,10 @@ type Field struct {
 	Discards     bool   `json:"discards,omitempty"`
 	DiscardsWhen string `json:"discards_when,omitempty"`
 	Drops        string `json:"drops,omitempty"`
+	// Approved is where mesh.yaml's approve: accepts this drop (a retention break from this
+	// value to that one), "" when nothing does: a saved plan carrying it is what lets `meshc apply
+	// FILE` make the drop without --allow-discard.
+	Approved string `json:"approved,omitempty"`
 	// Added and Removed are, for a list (a consumer's filters, a stream's subjects), what the
 	// change adds and takes away: a reviewer reads one new filter, not two long lists.
 	Added   []string `json:"added,omitempty"`
@@ -111,14 +115,18 @@ func (f *Field) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Change is what happens to one stream or consumer.
+// Change is what happens to one stream, consumer, user, account or accounts file.
 type Change struct {
 	Action Action
 	Kind   Kind
 	Stream string
 	// Consumer is the consumer's name; "" for a stream.
 	Consumer string
-	Fields   []Field
+	// Principal is the user's or account's name, or where the accounts file goes (KindUser,
+	// KindAccount, KindAccountsFile); Key an account's public key in operator mode.
+	Principal string
+	Key       string
+	Fields    []Field
 	// Messages the stream holds (streams only): a delete or replace of one holding any needs
 	// Options.PurgeNonEmpty.
 	Messages uint64
@@ -144,6 +152,23 @@ type Change struct {
 	// StreamConfig or ConsumerConfig is what apply asserts (nil for a delete or no-op).
 	StreamConfig   *jetstream.StreamConfig
 	ConsumerConfig *jetstream.ConsumerConfig
+	// Refused says why no flag permits the change (an account that is another's, a mesh
+	// account re-keyed away from its streams): the apply is refused before anything is written.
+	Refused string
+	// Revokes: an account the catalogue dropped is first pushed as a revoking version — no
+	// users, no connections, newer than any held — then deleted if the action is Delete.
+	Revokes bool
+}
+
+// Unapproved lists the discarding fields no approval accepts.
+func (c Change) Unapproved() []Field {
+	var out []Field
+	for _, f := range c.Discarding() {
+		if f.Approved == "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Discarding lists the fields of a change the server makes by dropping stored messages.
@@ -160,12 +185,16 @@ func (c Change) Discarding() []Field {
 	return out
 }
 
-// Name is the object's name as a reviewer reads it: STREAM or STREAM/consumer.
+// Name is the object's name as a reviewer reads it: STREAM or STREAM/consumer, a user's or an
+// account's name, the accounts file's place.
 func (c Change) Name() string {
-	if c.Kind == KindConsumer {
+	switch c.Kind {
+	case KindConsumer:
 		return c.Stream + "/" + c.Consumer
+	case KindStream:
+		return c.Stream
 	}
-	return c.Stream
+	return c.Principal
 }
 
 // Changes is the whole change set: every object of plan and bus, streams first, then consumers,
@@ -180,6 +209,15 @@ type Changes struct {
 	Unmanaged []string
 	// Stale are resume points nothing will use, by stream and consumer: apply removes them.
 	Stale []StaleResume
+	// Principals are the users, accounts and accounts file that differ (or carry a note), in
+	// that order, each by name; PrincipalsFrom says what the bus's side was read from, and
+	// PrincipalsUnknown, when set, why nothing could be told of them.
+	Principals        []Change
+	PrincipalsFrom    string
+	PrincipalsUnknown string
+	// Undelivered, when set, says who delivers the users and accounts instead of this apply:
+	// their changes are shown, and left to it.
+	Undelivered string
 }
 
 // Count returns how many changes carry the action.
@@ -193,9 +231,33 @@ func (cs Changes) Count(a Action) int {
 	return n
 }
 
-// Empty reports whether applying would change nothing: no object to change and no stale resume
-// point to remove.
-func (cs Changes) Empty() bool { return cs.Count(NoOp) == len(cs.Items) && len(cs.Stale) == 0 }
+// Empty reports whether applying would change nothing: no object to change, no stale resume
+// point to remove, and no user or account that differs.
+func (cs Changes) Empty() bool { return cs.StreamsEmpty() && cs.PrincipalsEmpty() }
+
+// StreamsEmpty: no stream or consumer to change and no stale resume point to remove.
+func (cs Changes) StreamsEmpty() bool { return cs.Count(NoOp) == len(cs.Items) && len(cs.Stale) == 0 }
+
+// PrincipalsEmpty: no user, account or accounts file differs.
+func (cs Changes) PrincipalsEmpty() bool {
+	for _, c := range cs.Principals {
+		if c.Action != NoOp {
+			return false
+		}
+	}
+	return true
+}
+
+// CountPrincipals returns how many user, account and file changes carry the action.
+func (cs Changes) CountPrincipals(kind Kind, a Action) int {
+	n := 0
+	for _, c := range cs.Principals {
+		if c.Kind == kind && c.Action == a {
+			n++
+		}
+	}
+	return n
+}
 
 // Unreadable counts the objects left alone because the server could not report them: a bus
 // with any may still differ from the plan, so "nothing to change" is not "matches".

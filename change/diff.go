@@ -15,6 +15,9 @@ type DiffOptions struct {
 	// deletes; without it they are left alone and counted in a note. Objects without the mark
 	// are never deleted, with or without it.
 	Prune bool
+	// Principals are the users and accounts the catalogue derives (WantedFile's or
+	// WantedClaims' principals): compared with the live state's when both are given.
+	Principals *Principals
 }
 
 // Diff compares the live state with the plan: a pure function, so what a reviewer is shown is
@@ -36,7 +39,22 @@ func Diff(live *State, plan *compiler.Plan, opts DiffOptions) Changes {
 	d.plannedConsumers()
 	d.strayConsumers()
 	d.staleResumes()
-	return d.changes()
+	cs := d.changes()
+	cs.Principals, cs.PrincipalsFrom, cs.PrincipalsUnknown, cs.Undelivered = DiffState(live, opts.Principals, plan.Account)
+	return cs
+}
+
+// DiffState is the users-and-accounts half of Diff: what differs, what the bus's side was read
+// from, and why nothing is known when nothing is.
+func DiffState(live *State, want *Principals, mesh string) (changes []Change, from, unknown, undelivered string) {
+	if live.Principals == nil || want == nil {
+		return nil, "", "", ""
+	}
+	held := live.Principals
+	if held.Known == KnownNothing {
+		return nil, "", cmp.Or(held.From, "nothing the bus records says which users and permissions it runs"), held.Undelivered
+	}
+	return DiffPrincipals(held, want, mesh), held.From, "", held.Undelivered
 }
 
 // diffing is one Diff, phase by phase: the plan's streams, the bus's streams the plan lacks, the
@@ -406,10 +424,7 @@ func foreignConsumers(ls *Stream, plan *compiler.Plan) []string {
 }
 
 func kindOrder(k Kind) int {
-	if k == KindStream {
-		return 0
-	}
-	return 1
+	return slices.Index([]Kind{KindStream, KindConsumer, KindAccountsFile, KindAccount, KindUser}, k)
 }
 
 func actionFor(fields []Field) Action {

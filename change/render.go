@@ -37,7 +37,87 @@ func (cs Changes) Summary() string {
 	if n := len(cs.Stale); n > 0 {
 		s += fmt.Sprintf("; %d stale resume point(s) to remove", n)
 	}
+	if p := cs.PrincipalsSummary(); p != "" {
+		s += "; users and accounts: " + p
+	}
 	return s
+}
+
+// PrincipalsSummary counts what changes of the users and accounts: "1 to create, 2 to change,
+// 0 to delete", "unchanged", or why nothing can be told; "" when they were not compared.
+func (cs Changes) PrincipalsSummary() string {
+	switch {
+	case cs.PrincipalsUnknown != "":
+		return "not known"
+	case cs.PrincipalsFrom == "":
+		return ""
+	case cs.PrincipalsEmpty():
+		return "unchanged"
+	}
+	n := func(a Action) int { return cs.CountPrincipals(KindUser, a) + cs.CountPrincipals(KindAccount, a) }
+	s := fmt.Sprintf("%d to create, %d to change, %d to delete", n(Create), n(Update), n(Delete))
+	if cs.Undelivered != "" {
+		s += " (not by this apply)"
+	}
+	return s
+}
+
+// principalLines is how a principal's change reads, one line a field: a list field's gains and
+// losses each on a line of its own; a created principal's lists by their size, since its every
+// grant is the review's to show (plan --against), not a bus's diff's.
+func principalLines(c Change) []string {
+	var out []string
+	for _, f := range c.Fields {
+		switch {
+		case c.Action == Create && f.Name != FacetAccount && f.Name != FacetKey && f.Name != FacetCredential && len(f.Added) > 0:
+			out = append(out, fmt.Sprintf("%s: %s", f.Name, plural(len(f.Added), "value")))
+		case c.Action == Delete:
+		case len(f.Added)+len(f.Removed) > 0:
+			for _, x := range f.Added {
+				out = append(out, fmt.Sprintf("%s: + %s", f.Name, x))
+			}
+			for _, x := range f.Removed {
+				out = append(out, fmt.Sprintf("%s: - %s", f.Name, x))
+			}
+		default:
+			out = append(out, fmt.Sprintf("%s: %s → %s", f.Name, f.Old, f.New))
+		}
+	}
+	return out
+}
+
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %ss", n, one)
+}
+
+// principalsHeading is the users and accounts section's first line.
+func (cs Changes) principalsHeading() string {
+	switch {
+	case cs.PrincipalsUnknown != "":
+		return "Users and accounts: " + cs.PrincipalsUnknown
+	case cs.PrincipalsFrom == "":
+		return ""
+	}
+	h := fmt.Sprintf("Users and accounts, compared with %s: %s", cs.PrincipalsFrom, cs.PrincipalsSummary())
+	if cs.Undelivered != "" {
+		h += ". " + cs.Undelivered
+	}
+	return h
+}
+
+// shownPrincipals are the principals' changes a reader sees: every change, and every unchanged
+// one that carries a note.
+func (cs Changes) shownPrincipals() []Change {
+	var out []Change
+	for _, c := range cs.Principals {
+		if c.Action != NoOp || len(c.Notes) > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // DropsSaid is what a discarding field drops: how many where the bus could say, else when.
@@ -98,11 +178,33 @@ func renderText(w io.Writer, cs Changes) error {
 			}
 			if f.Discards && c.Action == Update {
 				fmt.Fprintf(&b, "  (discards stored messages: %s)", f.DropsSaid())
+				if f.Approved != "" {
+					fmt.Fprintf(&b, " (approved in %s)", safetext.Line(f.Approved))
+				}
 			}
 			b.WriteString("\n")
 		}
 		for _, n := range c.Notes {
 			fmt.Fprintf(&b, "      note: %s\n", safetext.Line(n))
+		}
+	}
+	if h := cs.principalsHeading(); h != "" {
+		fmt.Fprintf(&b, "\n%s.\n", safetext.Line(h))
+		shown := cs.shownPrincipals()
+		if len(shown) > 0 {
+			b.WriteString("\n")
+		}
+		for _, c := range shown {
+			fmt.Fprintf(&b, "%3s %s %s\n", c.Action, c.Kind, safetext.Line(c.Name()))
+			for _, l := range principalLines(c) {
+				fmt.Fprintf(&b, "      %s\n", safetext.Line(l))
+			}
+			for _, n := range c.Notes {
+				fmt.Fprintf(&b, "      note: %s\n", safetext.Line(n))
+			}
+			if c.Refused != "" {
+				fmt.Fprintf(&b, "      refused: %s\n", safetext.Line(c.Refused))
+			}
 		}
 	}
 	if notes := cs.notes(); len(notes) > 0 {
@@ -153,6 +255,20 @@ type Document struct {
 	NotManaged []string `json:"not_managed"`
 	// Stale are resume points apply removes.
 	Stale []StaleResume `json:"stale_resume_points"`
+	// Principals are the users, accounts and accounts file: compared with what, and what
+	// differs (absent when they were not compared).
+	Principals *jsonPrincipals `json:"users_and_accounts,omitempty"`
+}
+
+// jsonPrincipals is the users and accounts part of a change set's JSON.
+type jsonPrincipals struct {
+	// From is what the bus's side was read from; Unknown, when set, why nothing is known.
+	From    string `json:"compared_with,omitempty"`
+	Unknown string `json:"unknown,omitempty"`
+	// Undelivered says who delivers them instead of this apply.
+	Undelivered string         `json:"delivered_by,omitempty"`
+	Summary     map[string]int `json:"summary"`
+	Changes     []jsonChange   `json:"changes"`
 }
 
 type jsonSummary struct {
@@ -169,7 +285,10 @@ type jsonChange struct {
 	Action     string   `json:"action"`
 	Symbol     string   `json:"symbol"`
 	Kind       Kind     `json:"kind"`
-	Stream     string   `json:"stream"`
+	Stream     string   `json:"stream,omitempty"`
+	Name       string   `json:"name,omitempty"`
+	Key        string   `json:"key,omitempty"`
+	Refused    string   `json:"refused,omitempty"`
 	Consumer   string   `json:"consumer,omitempty"`
 	Fields     []Field  `json:"fields"`
 	Messages   *uint64  `json:"messages,omitempty"`
@@ -211,6 +330,24 @@ func (cs Changes) Document() Document {
 			jc.Messages = &m
 		}
 		out.Changes = append(out.Changes, jc)
+	}
+	if cs.PrincipalsFrom != "" || cs.PrincipalsUnknown != "" {
+		jp := &jsonPrincipals{From: cs.PrincipalsFrom, Unknown: cs.PrincipalsUnknown, Undelivered: cs.Undelivered,
+			Summary: map[string]int{}, Changes: []jsonChange{}}
+		for _, c := range cs.Principals {
+			if c.Action != NoOp {
+				jp.Summary[c.Action.Word()]++
+			}
+		}
+		for _, c := range cs.shownPrincipals() {
+			jc := jsonChange{Action: c.Action.Word(), Symbol: strings.TrimSpace(c.Action.String()), Kind: c.Kind,
+				Name: c.Principal, Key: c.Key, Refused: c.Refused, Fields: c.Fields, Notes: nonNil(c.Notes)}
+			if jc.Fields == nil {
+				jc.Fields = []Field{}
+			}
+			jp.Changes = append(jp.Changes, jc)
+		}
+		out.Principals = jp
 	}
 	return out
 }
@@ -254,6 +391,9 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				}
 				if f.Discards && c.Action == Update {
 					s += " (**discards stored messages**: " + mdCell(f.DropsSaid()) + ")"
+					if f.Approved != "" {
+						s += " (approved in `" + mdCell(f.Approved) + "`)"
+					}
 				}
 				what = append(what, s)
 			}
@@ -261,6 +401,25 @@ func renderMarkdown(w io.Writer, cs Changes) error {
 				what = append(what, "_"+mdCell(n)+"_")
 			}
 			fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, mdCell(c.Name()), strings.Join(what, "<br>"))
+		}
+	}
+	if h := cs.principalsHeading(); h != "" {
+		fmt.Fprintf(&b, "\n### Users and accounts\n\n**%s**\n", mdCell(strings.TrimPrefix(h, "Users and accounts, ")))
+		if shown := cs.shownPrincipals(); len(shown) > 0 {
+			b.WriteString("\n| | principal | what changes |\n| --- | --- | --- |\n")
+			for _, c := range shown {
+				var what []string
+				for _, l := range principalLines(c) {
+					what = append(what, "`"+mdCell(l)+"`")
+				}
+				for _, n := range c.Notes {
+					what = append(what, "_"+mdCell(n)+"_")
+				}
+				if c.Refused != "" {
+					what = append(what, "**refused**: "+mdCell(c.Refused))
+				}
+				fmt.Fprintf(&b, "| `%s` | %s `%s` | %s |\n", c.Action.String(), c.Kind, mdCell(c.Name()), strings.Join(what, "<br>"))
+			}
 		}
 	}
 	if notes := cs.notes(); len(notes) > 0 {

@@ -1,6 +1,7 @@
 package change
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -39,18 +40,22 @@ type SavedCatalogue struct {
 	Files map[string]string `json:"files"`
 }
 
-// SavedBus is what the plan read from the bus: where, and each object's digest.
+// SavedBus is what the plan read from the bus: where, which bus it was, and each object's
+// digest.
 type SavedBus struct {
-	Server  string            `json:"server"`
-	Objects map[string]string `json:"objects"`
+	Server string `json:"server"`
+	// Identity says which bus it is, as the server tells it: its cluster's name, else its own
+	// name, else where it listens (Bus.Identity); applying the plan to another is refused.
+	Identity string            `json:"identity,omitempty"`
+	Objects  map[string]string `json:"objects"`
 }
 
 // NewSaved records a change set made from the catalogue in dir (its files' digests) and the
 // live state it was diffed against.
-func NewSaved(meshc string, cs Changes, prune bool, dir string, files map[string]string, server string, live *State) *Saved {
+func NewSaved(meshc string, cs Changes, prune bool, dir string, files map[string]string, server, identity string, live *State) *Saved {
 	return &Saved{Format: SavedFormat, Meshc: meshc, Summary: cs.Summary(), Prune: prune,
 		Catalogue: SavedCatalogue{Dir: dir, Files: files},
-		Bus:       SavedBus{Server: server, Objects: StateDigests(live, cs)},
+		Bus:       SavedBus{Server: server, Identity: identity, Objects: StateDigests(live, cs)},
 		Digest:    ChangesDigest(cs), Changes: cs}
 }
 
@@ -102,6 +107,31 @@ func StateDigests(st *State, cs Changes) map[string]string {
 		}
 		out[key] = digest(obj)
 	}
+	for _, c := range cs.Principals {
+		key := string(c.Kind) + " " + c.Name()
+		var held *Principal
+		if ps := st.Principals; ps != nil {
+			switch c.Kind {
+			case KindUser:
+				held = ps.User(c.Principal)
+			case KindAccount:
+				held = ps.accountByKey(c.Principal, c.Key)
+			case KindAccountsFile:
+				out[key] = cmp.Or(ps.File, "absent")
+				continue
+			}
+		}
+		if held == nil {
+			out[key] = "absent"
+			continue
+		}
+		out[key] = digest(struct {
+			Digests          map[string]string
+			Revoked          bool
+			IssuedAt, Pushed int64
+			Streams          []string
+		}{held.Digests, held.Revoked, held.IssuedAt, held.Pushed, held.Streams})
+	}
 	return out
 }
 
@@ -118,13 +148,17 @@ type done struct {
 
 func whatItDoes(cs Changes) []done {
 	out := []done{}
-	for _, c := range cs.Items {
+	for _, c := range slices.Concat(cs.Items, cs.Principals) {
 		if c.Action == NoOp {
 			continue
 		}
 		d := done{Action: c.Action.Word(), Name: string(c.Kind) + " " + c.Name()}
 		for _, f := range c.Fields {
-			d.Fields = append(d.Fields, fmt.Sprintf("%s: %s → %s", f.Name, f.Old, f.New))
+			line := fmt.Sprintf("%s: %s → %s", f.Name, f.Old, f.New)
+			if len(f.Added)+len(f.Removed) > 0 {
+				line += fmt.Sprintf(" (+%q -%q)", f.Added, f.Removed)
+			}
+			d.Fields = append(d.Fields, line)
 		}
 		out = append(out, d)
 	}
@@ -145,12 +179,29 @@ func (s *Saved) CatalogueMoved(files map[string]string) []string {
 	return moved(s.Catalogue.Files, files)
 }
 
-// BusMoved names each object of the saved change set that the bus holds otherwise now than when
-// the plan was saved: changed, created or deleted since.
-func (s *Saved) BusMoved(live *State) []string {
+// still are the objects the change set made now still changes, by "kind name": an object the
+// saved plan changed that is not among them holds what the plan wanted (an earlier run of the plan
+// applied it), and is done, not moved.
+func still(cs Changes) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range slices.Concat(cs.Items, cs.Principals) {
+		if c.Action != NoOp {
+			out[string(c.Kind)+" "+c.Name()] = true
+		}
+	}
+	return out
+}
+
+// BusMoved names each object the change set still changes that the bus holds otherwise now
+// than when the plan was saved: changed, created or deleted since.
+func (s *Saved) BusMoved(live *State, cs Changes) []string {
 	var out []string
+	todo := still(cs)
 	now := StateDigests(live, s.Changes)
 	for k, d := range now {
+		if !todo[k] {
+			continue
+		}
 		switch was := s.Bus.Objects[k]; {
 		case was == d:
 		case was == "absent":
@@ -165,30 +216,59 @@ func (s *Saved) BusMoved(live *State) []string {
 	return out
 }
 
-// ChangesMoved names each object the change set made now does otherwise than the saved one: a
-// meshc of another version may plan the same catalogue and bus differently.
+// ChangesMoved names each object the change set made now does otherwise than the saved one
+// (a meshc of another version may plan the same catalogue and bus differently), leaving out what
+// an earlier run of the plan already did.
 func (s *Saved) ChangesMoved(cs Changes) []string {
-	if ChangesDigest(cs) == s.Digest {
-		return nil
-	}
+	todo := still(cs)
 	was, now := map[string]string{}, map[string]string{}
 	for _, d := range whatItDoes(s.Changes) {
-		was[d.Name] = digest(d)
+		if todo[d.Name] {
+			was[d.Name] = digest(d)
+		}
 	}
 	for _, d := range whatItDoes(cs) {
 		now[d.Name] = digest(d)
 	}
-	out := moved(was, now)
-	if len(out) == 0 {
-		out = []string{"the change set"}
+	return moved(was, now)
+}
+
+// Approvals carries the saved plan's approved drops onto the change set made now: the drops the
+// reviewed plan showed approved, field for field, from the same value to the same value. The
+// approval is the saved plan's to give: a plain apply's change set carries none.
+func (s *Saved) Approvals(cs *Changes) {
+	approved := map[string]string{}
+	for _, c := range s.Changes.Items {
+		for _, f := range c.Fields {
+			if f.Approved != "" {
+				approved[c.Name()+" "+f.Name+" "+f.Old+" "+f.New] = f.Approved
+			}
+		}
 	}
-	return out
+	for i := range cs.Items {
+		c := &cs.Items[i]
+		for j := range c.Fields {
+			f := &c.Fields[j]
+			f.Approved = approved[c.Name()+" "+f.Name+" "+f.Old+" "+f.New]
+		}
+	}
+}
+
+// Done reports whether the bus already holds everything the saved plan changes: nothing it
+// would deliver is left to do (a CI job run again after it applied the plan), and it had
+// something to do. What this apply would not deliver (users delivered where the server runs) is
+// left as it was, and must still be the plan's.
+func (s *Saved) Done(live *State, cs Changes) bool {
+	deliverable := func(cs Changes) bool {
+		return !cs.StreamsEmpty() || (!cs.PrincipalsEmpty() && cs.Undelivered == "")
+	}
+	return deliverable(s.Changes) && !deliverable(cs) && len(s.BusMoved(live, cs))+len(s.ChangesMoved(cs)) == 0
 }
 
 // StillHolds refuses a saved plan whose bus moved since it was saved, or whose change set meshc
 // no longer makes from its catalogue.
 func (s *Saved) StillHolds(live *State, cs Changes) error {
-	if m := s.BusMoved(live); len(m) > 0 {
+	if m := s.BusMoved(live, cs); len(m) > 0 {
 		return Moved("the bus", m, "by "+s.Bus.Server)
 	}
 	if m := s.ChangesMoved(cs); len(m) > 0 {

@@ -13,6 +13,10 @@ type State struct {
 	// Requests is how many API requests the read cost: a handful per stream, never one per
 	// consumer.
 	Requests int
+	// Principals are the users and accounts the bus holds, as far as they could be read (an
+	// accounts file, the resolver's JWTs, the record of the last delivery); nil when they were
+	// not read, and then not compared.
+	Principals *Principals
 }
 
 // Stream is one stream as the server reports it.

@@ -19,6 +19,40 @@ type UserChange struct {
 	// Gained and Lost are per action: pub, sub, and responses (allow_responses).
 	Gained []GrantChange `json:"gained"`
 	Lost   []GrantChange `json:"lost"`
+	// Credential is set when the user's recorded credential (hash, nkey or signing key) is not
+	// the base's: a credential minted again, or one another user records.
+	Credential *CredentialChange `json:"credential,omitempty"`
+}
+
+// CredentialChange is a user's recorded credential moving: what a reviewer must see, since
+// whoever minted the new one can log in as the user, and the holder of the old one no longer can.
+type CredentialChange struct {
+	// Was and Now end the old and the new credential ("…" and its last characters), never the
+	// whole of one; Was is "" for a user added.
+	Was string `json:"was,omitempty"`
+	Now string `json:"now"`
+	// Of are the other users that record the same credential, in the head or in the base:
+	// whoever holds theirs logs in as this user.
+	Of []string `json:"of,omitempty"`
+}
+
+// Means says it in the catalogue's words.
+func (c CredentialChange) Means(user string) string {
+	if len(c.Of) > 0 {
+		return fmt.Sprintf("takes the credential %s records: whoever holds it can log in as %s", strings.Join(c.Of, ", "), user)
+	}
+	if c.Was == "" {
+		return fmt.Sprintf("is minted a credential (%s)", c.Now)
+	}
+	return fmt.Sprintf("is re-minted (%s → %s): whoever minted it can log in as %s, and the holder of the old one no longer can", c.Was, c.Now, user)
+}
+
+// fingerprint ends a credential: enough to tell two apart in a review, never the value.
+func fingerprint(credential string) string {
+	if len(credential) <= 8 {
+		return credential
+	}
+	return "…" + credential[len(credential)-8:]
 }
 
 // GrantChange is one subject gained or lost, with the declarations that grant it (the new side's
@@ -61,6 +95,15 @@ const Responses = "responses"
 func CompareUsers(base, head *Plan) []UserChange {
 	// By name, once: a mesh of thousands of modules has tens of thousands of users.
 	baseUsers, headUsers := usersByName(base), usersByName(head)
+	// Who records each credential, on either side: one recorded for two users is a swap.
+	holders := map[string][]string{}
+	for _, p := range []*Plan{base, head} {
+		for i := range p.Users {
+			if c := p.Users[i].Credential(); c != "" && !slices.Contains(holders[c], p.Users[i].Name) {
+				holders[c] = append(holders[c], p.Users[i].Name)
+			}
+		}
+	}
 	var out []UserChange
 	for i := range head.Users {
 		h := &head.Users[i]
@@ -70,7 +113,21 @@ func CompareUsers(base, head *Plan) []UserChange {
 			b = &User{Name: h.Name}
 		}
 		uc.Gained, uc.Lost = grantDelta(b, h, uc.Added)
-		if uc.Added || len(uc.Gained)+len(uc.Lost) > 0 {
+		if now := h.Credential(); now != "" && now != b.Credential() {
+			cc := &CredentialChange{Now: fingerprint(now)}
+			if was := b.Credential(); was != "" {
+				cc.Was = fingerprint(was)
+			}
+			for _, other := range holders[now] {
+				if other != h.Name {
+					cc.Of = append(cc.Of, other)
+				}
+			}
+			if !uc.Added || len(cc.Of) > 0 {
+				uc.Credential = cc
+			}
+		}
+		if uc.Added || len(uc.Gained)+len(uc.Lost) > 0 || uc.Credential != nil {
 			out = append(out, uc)
 		}
 	}
@@ -230,11 +287,12 @@ func CompareAccounts(base, head *Plan) []AccountChange {
 	return out
 }
 
-// comparedAccounts are the accounts a review compares: in operator mode every account pushed,
-// else the isolated mesh's accounts (none for one shared account, which the file holds alone).
+// comparedAccounts are the accounts a review compares: in operator mode every account pushed, as
+// its JWT says it (a module's tools one wildcard, the tool hubs among them), else the isolated
+// mesh's accounts (none for one shared account, which the file holds alone).
 func (p *Plan) comparedAccounts() []Account {
 	if p.Operator != nil {
-		return p.accounts()
+		return p.jwtAccounts(p.usersByName())
 	}
 	return p.Accounts
 }
@@ -365,5 +423,57 @@ func CompareReads(base, head *Plan) []ReadChange {
 				Gained: []Grant{}, Lost: slices.Clone(b.Reads)})
 		}
 	}
+	return out
+}
+
+// KeyChange is one of keys.yaml's keys moving between two plans of an operator-mode mesh.
+type KeyChange struct {
+	// What is the key: "operator", "signing key", "system account", "probe key", or
+	// "account NAME".
+	What string `json:"what"`
+	Was  string `json:"was"`
+	Now  string `json:"now"`
+	// Means is what it does to a bus running the base.
+	Means string `json:"means"`
+}
+
+// CompareKeys lists the operator-mode keys a change moves: the operator's, its signing key, the
+// system account's, the probe key, and each account's key recorded in both (an account added or
+// removed is the accounts' review).
+func CompareKeys(base, head *Plan) []KeyChange {
+	b, h := base.Operator, head.Operator
+	if b == nil || h == nil {
+		return nil
+	}
+	var out []KeyChange
+	add := func(what, was, now, means string) {
+		if was != now {
+			out = append(out, KeyChange{What: what, Was: was, Now: now, Means: means})
+		}
+	}
+	add("operator", b.Operator, h.Operator, "the servers trust the operator their configuration names: each must be given the new operator's (meshc operator init writes it), or every account apply pushes is refused")
+	add("signing key", b.SigningKey, h.SigningKey, "every account is signed with it: the servers must trust it (the operator's JWT lists it), and CI's MESHC_OPERATOR_SIGNING_KEY must be its seed")
+	add("system account", b.SystemAccount, h.SystemAccount, "the servers' system account, whose user pushes the accounts: their configuration and CI's MESHC_SYSTEM_CREDS must name the new one")
+	add("probe key", b.ProbeKey, h.ProbeKey, "apply proves each account it pushes by a user this key signs: every account is pushed again with the new one")
+	for _, name := range sortedKeys(h.Accounts) {
+		was, ok := b.Accounts[name]
+		if !ok || was == "" || h.Accounts[name] == "" {
+			continue
+		}
+		means := "an account's key is its identity: the account under the old key is removed and one under the new key made, and every user of it needs credentials minted again"
+		if name == head.Account {
+			means = "the mesh's account holds every stream under its key: apply refuses to move it (put the old key back, or move the streams first)"
+		}
+		add("account "+name, was, h.Accounts[name], means)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -324,9 +324,26 @@ func Emitted(ix *catalogue.Index) map[string]string {
 
 // Operator mode's names (docs/nats.md, "Operator mode").
 
-// OwnerTag is the tag every account JWT of a mesh carries: apply deletes from the resolver only
-// accounts that carry its mesh's tag, never another tenant's. JWT tags are lower-case.
-func OwnerTag(mesh string) string { return "meshc.mesh:" + strings.ToLower(mesh) }
+// OwnerTag is the tag every account JWT of a mesh carries, and CatalogueTag the one that names
+// which catalogue of the mesh pushed it (mesh.yaml's id): apply changes only accounts tagged with
+// this catalogue's id or the mesh's name alone, and removes only those tagged with its id — never
+// another tenant's, and never another catalogue's that shares the mesh's name under one operator.
+// JWT tags are lower-case.
+func OwnerTag(mesh string) string { return OwnerTagPrefix + strings.ToLower(mesh) }
+
+// CatalogueTag is the tag of mesh.yaml's id, "" for a catalogue without one.
+func CatalogueTag(id string) string {
+	if id == "" {
+		return ""
+	}
+	return CatalogueTagPrefix + strings.ToLower(id)
+}
+
+// The tags' prefixes: any tag under them names some mesh or catalogue.
+const (
+	OwnerTagPrefix     = "meshc.mesh:"
+	CatalogueTagPrefix = "meshc.catalogue:"
+)
 
 // ProbeRole is the role of the probe key's scope in every account: a user that may do nothing,
 // which apply connects as to prove an account it pushed takes connections.

@@ -107,49 +107,56 @@ func (p *Plan) Claims() ([]AccountClaims, error) {
 	accounts := p.jwtAccounts(users)
 	out := make([]AccountClaims, 0, len(accounts))
 	for _, a := range accounts {
-		key := keys.Accounts[a.Name]
-		if key == "" {
+		if keys.Accounts[a.Name] == "" {
 			missing = append(missing, a.Name)
 			continue
 		}
-		ac := jwt.NewAccountClaims(key)
-		ac.Name = a.Name
-		ac.Tags = jwt.TagList{OwnerTag(p.Account)}
-		ac.Limits = accountLimits(a)
-		// A user signed by the account's own key (whose seed nobody keeps) would get these:
-		// nothing.
-		ac.DefaultPermissions = denyAll()
-		ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: keys.ProbeKey, Role: ProbeRole,
-			Template: jwt.UserPermissionLimits{Permissions: denyAll(), Limits: userLimits(nil)}})
-		for _, name := range a.Users {
-			u := users[name]
-			if u == nil || u.SigningKey == "" {
-				continue
-			}
-			ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: u.SigningKey, Role: u.Name, Template: userTemplate(u)})
-		}
-		for _, e := range a.Exports {
-			x := &jwt.Export{Subject: jwt.Subject(e.Subject), Type: exportType(e.Kind)}
-			if e.ResponseStream {
-				x.ResponseType = jwt.ResponseTypeStream
-			}
-			ac.Exports = append(ac.Exports, x)
-		}
-		var from []string
-		for _, i := range a.Imports {
-			from = append(from, i.Account)
-			exporter := keys.Accounts[i.Account]
-			if exporter == "" {
-				continue // said once, as that account's own missing key
-			}
-			ac.Imports = append(ac.Imports, &jwt.Import{Name: i.Account, Subject: jwt.Subject(i.Subject), Account: exporter, Type: exportType(i.Kind)})
-		}
-		out = append(out, AccountClaims{Name: a.Name, Kind: a.Kind, Claims: ac, From: sortedSet(from)})
+		out = append(out, p.accountClaims(a, users, keys.Accounts))
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no recorded key for account(s) %s in keys.yaml: an account's key is its identity, which other accounts import from; run `meshc mint --missing`, which records them", excerptList(missing, 10))
 	}
 	return out, nil
+}
+
+// accountClaims is one account's claims, its key and its exporters' the keys gives (an import
+// from an account with none is left out: said once, as that account's own missing key).
+func (p *Plan) accountClaims(a Account, users map[string]*User, keys map[string]string) AccountClaims {
+	ac := jwt.NewAccountClaims(keys[a.Name])
+	ac.Name = a.Name
+	ac.Tags = jwt.TagList{OwnerTag(p.Account)}
+	if p.Catalogue != "" {
+		ac.Tags.Add(CatalogueTag(p.Catalogue))
+	}
+	ac.Limits = accountLimits(a)
+	// A user signed by the account's own key (whose seed nobody keeps) would get these: nothing.
+	ac.DefaultPermissions = denyAll()
+	ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: p.Operator.ProbeKey, Role: ProbeRole,
+		Template: jwt.UserPermissionLimits{Permissions: denyAll(), Limits: userLimits(nil)}})
+	for _, name := range a.Users {
+		u := users[name]
+		if u == nil || u.SigningKey == "" {
+			continue
+		}
+		ac.SigningKeys.AddScopedSigner(&jwt.UserScope{Kind: jwt.UserScopeType, Key: u.SigningKey, Role: u.Name, Template: userTemplate(u)})
+	}
+	for _, e := range a.Exports {
+		x := &jwt.Export{Subject: jwt.Subject(e.Subject), Type: exportType(e.Kind)}
+		if e.ResponseStream {
+			x.ResponseType = jwt.ResponseTypeStream
+		}
+		ac.Exports = append(ac.Exports, x)
+	}
+	var from []string
+	for _, i := range a.Imports {
+		from = append(from, i.Account)
+		exporter := keys[i.Account]
+		if exporter == "" {
+			continue
+		}
+		ac.Imports = append(ac.Imports, &jwt.Import{Name: i.Account, Subject: jwt.Subject(i.Subject), Account: exporter, Type: exportType(i.Kind)})
+	}
+	return AccountClaims{Name: a.Name, Kind: a.Kind, Claims: ac, From: sortedSet(from)}
 }
 
 // The accounts as their JWTs say them differ from the accounts file's in how tools cross, which
@@ -561,6 +568,7 @@ func (c *compilation) accountKeys() {
 		c.findings = append(c.findings, RuleCredentialMissing.At(mesh, "%d account(s) have no recorded key in %s (%s), so they cannot be pushed: run `meshc mint --missing`, which records them",
 			len(missing), catalogue.KeysFile, excerptList(missing, 5)))
 	}
+	c.jwtSizes()
 }
 
 // WithOperatorKeys is the plan with another operator's keys (a development operator's), its

@@ -12,6 +12,7 @@ import (
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/internal/synth"
 )
 
 // operatorPlan compiles the proof's catalogue with auth: operator and gives it keys: an operator's,
@@ -462,6 +463,32 @@ func TestMissingOperatorKeysAreFindings(t *testing.T) {
 	for _, f := range findings {
 		if f.Rule == RuleCredentialMissing.ID && f.Pos.File == catalogue.MeshFile && !strings.Contains(f.Message, "credentials.yaml") {
 			t.Errorf("every key recorded, still: %s", f.Message)
+		}
+	}
+}
+
+// An account whose JWT would be over the server's cap is a finding at lint time, where the
+// account comes from: a thousand modules in one shared account (every user's grants are a signing
+// key of the one JWT) fire it at mesh.yaml; the same mesh with an account per principal is quiet.
+// No fixture file is that large, so lint's tests leave this rule to this one.
+func TestAnAccountOverTheJWTCapIsAFinding(t *testing.T) {
+	dir := t.TempDir()
+	if err := synth.Write(dir, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
+		c, _, err := catalogue.Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Mesh.Isolation.Value, c.Mesh.Auth.Value = isolation, catalogue.AuthOperator
+		_, findings := Compile(catalogue.NewIndex(c))
+		got := rule(findings, RuleJWTTooLarge)
+		switch {
+		case isolation == catalogue.IsolationShared && (len(got) != 1 || got[0].Pos.File != catalogue.MeshFile || !strings.Contains(got[0].Message, "over the 1048576 bytes the server takes") || !strings.Contains(got[0].Message, "isolation: account-per-module")):
+			t.Errorf("one shared account of 1,000 modules: %v", got)
+		case isolation == catalogue.IsolationPerModule && len(got) != 0:
+			t.Errorf("an account per principal: %v", got)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/jwt/v2"
+
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -68,4 +70,24 @@ func Claims(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// ReadClaims reads golden/claims.json back: every account's claims as Claims wrote them, for a
+// plan that compares the catalogue with what was last emitted.
+func ReadClaims(data []byte) ([]*jwt.AccountClaims, error) {
+	var doc struct {
+		Accounts []json.RawMessage `json:"accounts"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("not a claims file meshc emit writes: %w", err)
+	}
+	out := make([]*jwt.AccountClaims, 0, len(doc.Accounts))
+	for _, raw := range doc.Accounts {
+		var ac jwt.AccountClaims
+		if err := json.Unmarshal(raw, &ac); err != nil {
+			return nil, fmt.Errorf("not a claims file meshc emit writes: %w", err)
+		}
+		out = append(out, &ac)
+	}
+	return out, nil
 }

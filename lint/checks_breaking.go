@@ -559,3 +559,50 @@ func contracts(a Against) []Break {
 	}
 	return out
 }
+
+// discardSettings are the catalogue's names of the stream settings a change drops messages by
+// lowering, by the JetStream API's field names the change set speaks of.
+var discardSettings = map[string]string{
+	"max_age": "max-age", "max_bytes": "max-bytes", "max_msgs_per_subject": "max-msgs-per-subject", "max_msgs": "max-msgs",
+}
+
+// ApproveDrops marks each drop of a change set that an approval in mesh.yaml accepts: a retention
+// approval on the stream from the value the bus holds to the value the catalogue sets, as the
+// retention rule names its cuts ("max-age 720h"). A saved plan carries the marks, and they are
+// what lets `meshc apply FILE` make those drops, and only those, without --allow-discard.
+func ApproveDrops(c *catalogue.Catalogue, cs *change.Changes) {
+	if c == nil || c.Mesh == nil {
+		return
+	}
+	for i := range cs.Items {
+		ch := &cs.Items[i]
+		if ch.Kind != change.KindStream {
+			continue
+		}
+		for j := range ch.Fields {
+			f := &ch.Fields[j]
+			setting, ok := discardSettings[f.Name]
+			if !f.Discards || !ok {
+				continue
+			}
+			from, to := setting+" "+apiLimit(f.Old), setting+" "+apiLimit(f.New)
+			for _, x := range c.Mesh.Approvals {
+				if x.Rule.Value == ruleRetention.ID && x.On.Value == ch.Stream && x.From.Value == from && x.To.Value == to {
+					f.Approved = x.Pos.String()
+				}
+			}
+		}
+	}
+}
+
+// apiLimit is a value the change set renders (the JetStream API's "720h0m0s", "-1") as the
+// catalogue writes it ("720h", "unlimited").
+func apiLimit(v string) string {
+	if d, err := time.ParseDuration(v); err == nil {
+		return limit(d)
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return limit(n)
+	}
+	return v
+}

@@ -24,6 +24,9 @@ var (
 	ruleCredentialInvalid = &catalogue.Rule{ID: "credential-invalid", Severity: catalogue.Error, Firm: true,
 		Summary: "a credentials.yaml value that is not a bcrypt hash (with auth: nkey, not an nkey user's public key; with auth: operator, not a signing key's public key), or a keys.yaml value that is not a public key of its kind",
 		Why:     "credentials.yaml keeps hashes only; a plaintext password there is a secret committed to git, and the server would accept it as the password itself."}
+	ruleCredentialDuplicate = &catalogue.Rule{ID: "credential-duplicate", Severity: catalogue.Error, Firm: true,
+		Summary: "two users recording one hash, nkey or signing key in credentials.yaml, or two accounts one key in keys.yaml",
+		Why:     "A pull request that copies another user's recorded hash onto mesh-controller looks like a one-line edit, and afterwards whoever knows that user's password logs in as mesh-controller; two users of one signing key get one set of grants, the later one's."}
 )
 
 // instance is one module running on one machine: the unit that holds a seat.
@@ -277,6 +280,66 @@ func (l *linter) checkCredentials() {
 	}
 }
 
+// checkCredentialDuplicates reports a credential recorded for two users, and a key recorded for
+// two accounts: the later one in the file, naming the first. The value is never repeated.
+func (l *linter) checkCredentialDuplicates() {
+	what := "hash"
+	fits := func(v string) bool { return catalogue.CredentialFits(l.ix.Catalogue.Mesh.NKeys(), v) == nil }
+	switch {
+	case l.ix.Catalogue.Mesh.Operator():
+		what, fits = "signing key", func(v string) bool { return catalogue.CredentialFitsOperator(v) == nil }
+	case l.ix.Catalogue.Mesh.NKeys():
+		what = "nkey"
+	}
+	// A line the loader already refused (an alias, an anchor) has its one finding.
+	refused := map[[2]any]bool{}
+	for _, f := range l.loaded {
+		refused[[2]any{f.Pos.File, f.Pos.Line}] = true
+	}
+	if cr := l.ix.Catalogue.Credentials; cr != nil {
+		first := map[string]catalogue.Text{}
+		for _, u := range cr.Users {
+			// A value that does not fit the mesh's auth is credential-invalid's: one finding.
+			h := cr.Hashes[u.Value]
+			if h.Value == "" || !fits(h.Value) || refused[[2]any{h.Pos.File, h.Pos.Line}] {
+				continue
+			}
+			prev, dup := first[h.Value]
+			if !dup {
+				first[h.Value] = u
+				continue
+			}
+			f := l.report(ruleCredentialDuplicate, h.Pos, "%s records the same %s as %s: whoever holds %s's credential logs in as %s too (and %s as %s); run `meshc mint %s`, which gives it one of its own",
+				u.Value, what, prev.Value, prev.Value, u.Value, u.Value, prev.Value, u.Value)
+			f.Related = append(f.Related, catalogue.Related{Pos: cr.Hashes[prev.Value].Pos, Message: "the same " + what + ", recorded for " + prev.Value})
+		}
+	}
+	if k := l.ix.Catalogue.Keys; k != nil {
+		first := map[string]catalogue.Text{}
+		for _, name := range k.Names {
+			key := k.Accounts[name.Value]
+			if key.Value == "" {
+				continue
+			}
+			prev, dup := first[key.Value]
+			if !dup {
+				first[key.Value] = name
+				continue
+			}
+			f := l.report(ruleCredentialDuplicate, key.Pos, "account %s records the same key as account %s: an account's key is its identity, so the two would be one account on the bus; give %s a key of its own (delete its line and run `meshc mint --missing`)",
+				name.Value, prev.Value, name.Value)
+			f.Related = append(f.Related, catalogue.Related{Pos: k.Accounts[prev.Value].Pos, Message: "the same key, recorded for account " + prev.Value})
+		}
+	}
+}
+
+// RuleCredentialInvalid and RuleCredentialDuplicate are the ids of the rules that `meshc mint`
+// fixes, so mint runs while they fire.
+var (
+	RuleCredentialInvalid   = ruleCredentialInvalid.ID
+	RuleCredentialDuplicate = ruleCredentialDuplicate.ID
+)
+
 // replaceOrRevoke is the fix for one user's record that is wrong in any auth: minting the user
 // again replaces it, unless the catalogue no longer has the user, which mint refuses to mint;
 // then revoking drops the record.
@@ -307,6 +370,3 @@ func (l *linter) reportGone(cr *catalogue.Credentials, gone []catalogue.Text, wa
 		l.marked[cr.Hashes[u.Value].Pos] = true
 	}
 }
-
-// RuleCredentialInvalid is the id of the rule that `meshc mint` fixes, so mint runs while it fires.
-var RuleCredentialInvalid = ruleCredentialInvalid.ID

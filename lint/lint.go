@@ -65,6 +65,7 @@ func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool)
 	// What the inventory runs: contention, unmet requirements.
 	l.checkInventory()
 	l.checkCredentials()
+	l.checkCredentialDuplicates()
 	l.checkKeys()
 	// The mode the mesh runs in: what its people can do with an answer.
 	l.checkIsolation()

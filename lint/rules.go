@@ -50,12 +50,14 @@ var Rules = []*Rule{
 	compiler.RuleStreamCapacity,
 	compiler.RuleConsumerCapacity,
 	compiler.RuleLimitTooLow,
+	compiler.RuleJWTTooLarge,
 	ruleReplay,
 	ruleRetention,
 	ruleWidening,
 	ruleContract,
 	ruleApprovalUnmatched,
 	ruleCredentialInvalid,
+	ruleCredentialDuplicate,
 	ruleIgnore,
 }
 

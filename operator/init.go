@@ -109,11 +109,32 @@ func (o *Operator) SystemJWT() (string, error) {
 	return EncodeAccount(ac, o.Signing, 0)
 }
 
-// SystemSubjects are what the system user meshc issues may publish: the resolver's requests a
-// push makes (apply/operator.go) and the ping that finds the servers.
+// The system account's requests a push makes (apply's delivery), the nats-server's own subjects,
+// and the one place they are written: the system user meshc issues may make these and no other.
+const (
+	ClaimsUpdate = "$SYS.REQ.CLAIMS.UPDATE"
+	ClaimsList   = "$SYS.REQ.CLAIMS.LIST"
+	ClaimsDelete = "$SYS.REQ.CLAIMS.DELETE"
+	ClaimsPack   = "$SYS.REQ.CLAIMS.PACK"
+	// ServerIDs names each server (IDZ: its name, host and id, no statistics).
+	ServerIDs = "$SYS.REQ.SERVER.PING.IDZ"
+	// ServerRaftz, asked for the meta group only, names a cluster's members, so a server that
+	// does not answer is known to be down (docs/nats.md, "Removing an account").
+	ServerRaftz = "$SYS.REQ.SERVER.PING.RAFTZ"
+)
+
+// ClaimsLookup, AccountInfo and AccountJsz are an account's JWT, how a server runs it (the
+// probe: its imports resolved) and the streams it holds (an account meshc removes must hold none).
+func ClaimsLookup(account string) string { return "$SYS.REQ.ACCOUNT." + account + ".CLAIMS.LOOKUP" }
+func AccountInfo(account string) string  { return "$SYS.REQ.ACCOUNT." + account + ".INFO" }
+func AccountJsz(account string) string   { return "$SYS.REQ.ACCOUNT." + account + ".JSZ" }
+
+// SystemSubjects are what the system user meshc issues may publish: the requests above. A server's
+// statistics (STATSZ, VARZ), connections (CONNZ) and reloads are not among them; what an account's
+// INFO and JSZ say of the accounts is (docs/nats.md, "What the CI system user can do").
 var SystemSubjects = []string{
-	"$SYS.REQ.CLAIMS.UPDATE", "$SYS.REQ.CLAIMS.LIST", "$SYS.REQ.CLAIMS.DELETE", "$SYS.REQ.CLAIMS.PACK",
-	"$SYS.REQ.SERVER.PING", "$SYS.REQ.ACCOUNT.*.CLAIMS.LOOKUP", "$SYS.REQ.ACCOUNT.*.INFO",
+	ClaimsUpdate, ClaimsList, ClaimsDelete, ClaimsPack, ServerIDs, ServerRaftz,
+	ClaimsLookup("*"), AccountInfo("*"), AccountJsz("*"),
 }
 
 // SystemCreds issues a system user's credentials: a secret, for whoever pushes (CI).
@@ -210,13 +231,13 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) (string, 
 		return "", err
 	}
 	defer edit.Close()
-	c, _, err := catalogue.Load(dir)
+	held, err := catalogue.ReadKeys(dir)
 	if err != nil {
 		return "", err
 	}
-	if c.Keys != nil && c.Keys.Operator.Value != "" {
+	if held.Operator != "" {
 		return "", fmt.Errorf("%s already records an operator (%s): its servers trust it, and a new one means configuring every server again; to do that on purpose, delete the operator's lines from %s and run this again",
-			catalogue.KeysFile, c.Keys.Operator.Value, catalogue.KeysFile)
+			catalogue.KeysFile, held.Operator, catalogue.KeysFile)
 	}
 	if err := os.MkdirAll(secrets, 0o700); err != nil {
 		return "", err
@@ -237,15 +258,11 @@ func Init(dir, secrets string, plan *compiler.Plan, r ResolverOptions) (string, 
 	if err != nil {
 		return "", err
 	}
-	for name, key := range c.Keys.Record().Accounts {
+	for name, key := range held.Accounts {
 		rec.Accounts[name] = key
 	}
-	for _, a := range plan.OperatorAccounts() {
-		if rec.Accounts[a] == "" {
-			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
-				return "", err
-			}
-		}
+	if _, _, err := rec.AddAccounts(plan.OperatorAccounts(), nil); err != nil {
+		return "", err
 	}
 	identity, _ := op.Identity.Seed()
 	signing, _ := op.Signing.Seed()

@@ -140,24 +140,31 @@ func UserOption(token string, kp nkeys.KeyPair) nats.Option {
 // which hashes the standard claims alone, so the node never catches up (docs/nats.md, "A push
 // on a cluster").
 func EncodeAccount(ac *jwt.AccountClaims, signer nkeys.KeyPair, held int64) (string, error) {
+	token, _, err := EncodeAccountAt(ac, signer, held)
+	return token, err
+}
+
+// EncodeAccountAt is EncodeAccount that also says the issue time it stamped.
+func EncodeAccountAt(ac *jwt.AccountClaims, signer nkeys.KeyPair, held int64) (string, int64, error) {
 	c := *ac
 	pub, err := signer.PublicKey()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	c.Issuer, c.ID = pub, ""
 	c.IssuedAt = max(time.Now().Unix(), held+1)
 	c.Type, c.Version = jwt.AccountClaim, 2
 	payload, err := json.Marshal(&c)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	sum := sha512.Sum512_256(payload)
 	c.ID = base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:])
 	if payload, err = json.Marshal(&c); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return sign(payload, signer)
+	token, err := sign(payload, signer)
+	return token, c.IssuedAt, err
 }
 
 // header is what the library writes before every JWT it signs with an nkey.
@@ -257,25 +264,16 @@ func DeleteRequest(signer nkeys.KeyPair, accounts []string) (string, error) {
 }
 
 // RecordAccountKeys gives every account of plan that has none a key, recorded in dir's keys.yaml
-// (the caller holds the catalogue's lock: catalogue.EditCredentials). It returns how many it
-// added.
-func RecordAccountKeys(dir string, plan *compiler.Plan) (int, error) {
-	c, _, err := catalogue.Load(dir)
+// (the caller holds the catalogue's lock: catalogue.EditCredentials): the one known records —
+// golden/claims.json's, by account name — else a new one. It returns how many it added.
+func RecordAccountKeys(dir string, plan *compiler.Plan, known map[string]string) (int, error) {
+	rec, err := catalogue.ReadKeys(dir)
 	if err != nil {
 		return 0, err
 	}
-	rec := c.Keys.Record()
-	added := 0
-	for _, a := range plan.OperatorAccounts() {
-		if rec.Accounts[a] == "" {
-			if rec.Accounts[a], err = catalogue.MintAccountKey(); err != nil {
-				return 0, err
-			}
-			added++
-		}
-	}
-	if added == 0 {
-		return 0, nil
+	added, _, err := rec.AddAccounts(plan.OperatorAccounts(), known)
+	if err != nil || added == 0 {
+		return 0, err
 	}
 	if plan.Operator != nil {
 		for name, key := range rec.Accounts {
@@ -316,7 +314,7 @@ var ErrUnrecorded = errors.New("the credentials handed out were NOT recorded and
 // (mode 0600, outside the catalogue) for several. Every refusal comes before anything is written;
 // an account with no key gets one in keys.yaml; and a signing key is recorded only once its
 // credentials are out, so the account never trusts credentials nobody holds. It says what it did.
-func Issue(edit *catalogue.CredentialsEdit, dir string, plan *compiler.Plan, users []string, out string, stdout io.Writer) (string, error) {
+func Issue(edit *catalogue.CredentialsEdit, dir string, plan *compiler.Plan, users []string, out string, known map[string]string, stdout io.Writer) (string, error) {
 	if out == "" && len(users) > 1 {
 		return "", fmt.Errorf("%d users' credentials are %d files: give --out DIR (outside the catalogue) to write them as DIR/USER.creds", len(users), len(users))
 	}
@@ -325,7 +323,7 @@ func Issue(edit *catalogue.CredentialsEdit, dir string, plan *compiler.Plan, use
 			return "", err
 		}
 	}
-	added, err := RecordAccountKeys(dir, plan)
+	added, err := RecordAccountKeys(dir, plan, known)
 	if err != nil {
 		return "", err
 	}

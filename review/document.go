@@ -16,6 +16,7 @@ type Document struct {
 	Reads     []compiler.ReadChange    `json:"reads"`
 	Users     []compiler.UserChange    `json:"users"`
 	Accounts  []compiler.AccountChange `json:"accounts"`
+	Keys      []compiler.KeyChange     `json:"keys"`
 	Breaks    []Break                  `json:"breaks"`
 	Unmatched catalogue.Findings       `json:"unmatched_approvals"`
 }
@@ -48,6 +49,7 @@ func (r Review) Document() Document {
 		Reads:     orEmpty(r.Reads),
 		Users:     orEmpty(r.Users),
 		Accounts:  orEmpty(r.Accounts),
+		Keys:      orEmpty(r.Keys),
 		Breaks:    []Break{},
 		Unmatched: orEmpty(r.Unmatched),
 	}

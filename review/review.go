@@ -14,7 +14,9 @@ type Review struct {
 	Reads    []compiler.ReadChange
 	Users    []compiler.UserChange
 	Accounts []compiler.AccountChange
-	Breaks   []lint.Break
+	// Keys are keys.yaml's keys the change moves (operator mode).
+	Keys   []compiler.KeyChange
+	Breaks []lint.Break
 	// Unmatched are the approvals in mesh.yaml that approve none of the breaks.
 	Unmatched catalogue.Findings
 }
@@ -34,6 +36,7 @@ func (c *Comparison) Review(prune bool) Review {
 		// After the breaks: they read the grants' sources as compiled, and these are rewritten.
 		Users:     c.shownUsers(compared.Users),
 		Accounts:  compiler.CompareAccounts(c.Base.Plan, c.Head.Plan),
+		Keys:      compiler.CompareKeys(c.Base.Plan, c.Head.Plan),
 		Breaks:    breaks,
 		Unmatched: unmatched,
 	}
@@ -41,7 +44,7 @@ func (c *Comparison) Review(prune bool) Review {
 
 // Empty reports whether the change does nothing a reviewer needs to see.
 func (r Review) Empty() bool {
-	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
+	return r.Changes.Empty() && len(r.Reads) == 0 && len(r.Users) == 0 && len(r.Accounts) == 0 && len(r.Keys) == 0 && len(r.Breaks) == 0 && len(r.Unmatched) == 0
 }
 
 // Findings are what lint --against adds to the catalogue's own findings: the breaks (an
@@ -57,11 +60,15 @@ type Counts struct {
 	UsersChanged int `json:"users_changed"`
 	// UsersWidened are exactly the users the widening rule reports.
 	UsersWidened int `json:"users_widened"`
-	ReadsGained  int `json:"reads_gained"`
-	ReadsLost    int `json:"reads_lost"`
-	Accounts     int `json:"accounts_changed"`
-	Breaks       int `json:"breaks"`
-	Approved     int `json:"approved"`
+	// UsersReminted are the users whose recorded credential moved (minted again, or another's).
+	UsersReminted int `json:"users_reminted"`
+	// Keys are keys.yaml's keys that moved.
+	Keys        int `json:"keys_changed"`
+	ReadsGained int `json:"reads_gained"`
+	ReadsLost   int `json:"reads_lost"`
+	Accounts    int `json:"accounts_changed"`
+	Breaks      int `json:"breaks"`
+	Approved    int `json:"approved"`
 	// Unmatched approvals approve nothing in this change.
 	Unmatched int `json:"unmatched_approvals"`
 }
@@ -81,7 +88,11 @@ func (r Review) Count() Counts {
 		if uc.Widened() {
 			n.UsersWidened++
 		}
+		if uc.Credential != nil && !uc.Added {
+			n.UsersReminted++
+		}
 	}
+	n.Keys = len(r.Keys)
 	for _, rc := range r.Reads {
 		n.ReadsGained += len(rc.Gained)
 		n.ReadsLost += len(rc.Lost)

@@ -95,7 +95,7 @@ func TestReviewSpeaksTheCataloguesWords(t *testing.T) {
 		"photos may now read registry's image.pushed   (",
 		"modules/photos.yaml:3:5 consumes registry.image.pushed; consumer EVENTS/anchor_photos)",
 		"Who reads what: 1 event read gained, 0 lost.",
-		"Users and permissions: 0 users added, 0 removed, 2 with changed permissions, 2 widened.",
+		"Users and permissions: 0 users added, 0 removed, 2 with changed permissions, 2 widened, 0 re-minted.",
 		"+ may read its own consumer EVENTS/anchor_photos   (",
 		"subjects: pub $JS.ACK.*.*.EVENTS.anchor_photos.*.*.*.*.>, ",
 		"+ may call registry's tool list   (",
@@ -112,7 +112,7 @@ func TestReviewSpeaksTheCataloguesWords(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"**0 users added, 0 removed, 2 with changed permissions, 2 widened**",
+		"**0 users added, 0 removed, 2 with changed permissions, 2 widened, 0 re-minted**",
 		"**1 event read gained, 0 lost**",
 		"| `+` | photos may now read registry's image.pushed |",
 		"**2 breaking changes, 0 of them approved**",

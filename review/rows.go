@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/lint"
 )
@@ -86,7 +87,7 @@ func (s section) shown() bool {
 // sections is the review after its change set, in the order a reviewer reads it.
 func (r Review) sections() []section {
 	n := r.Count()
-	return []section{r.reads(n), r.users(n), r.accounts(), r.breaks(n)}
+	return []section{r.reads(n), r.users(n), r.accounts(), r.keys(), r.breaks(n)}
 }
 
 // plural is "1 user", "2 users".
@@ -141,8 +142,8 @@ func (r Review) reads(n Counts) section {
 // users: every user added, removed or changed, a row per meaning of what it gains or loses.
 func (r Review) users(n Counts) section {
 	s := section{title: "Users and permissions", always: true,
-		counted: fmt.Sprintf("%s added, %d removed, %d with changed permissions, %d widened",
-			plural(n.UsersAdded, "user", "users"), n.UsersRemoved, n.UsersChanged, n.UsersWidened)}
+		counted: fmt.Sprintf("%s added, %d removed, %d with changed permissions, %d widened, %d re-minted",
+			plural(n.UsersAdded, "user", "users"), n.UsersRemoved, n.UsersChanged, n.UsersWidened, n.UsersReminted)}
 	t := table{header: []string{"", "user", "may", "declared by", "subjects"}}
 	for _, uc := range r.Users {
 		note := fmt.Sprintf(" (%s)", uc.Kind)
@@ -154,6 +155,13 @@ func (r Review) users(n Counts) section {
 		}
 		m := mark(uc.Added, uc.Removed)
 		header := []string{"", fmt.Sprintf("%3s user %s%s", m, uc.User, note)}
+		if c := uc.Credential; c != nil {
+			// Whoever minted the new credential (or holds the other user's) logs in as this user.
+			means := c.Means(uc.User)
+			t.rows = append(t.rows, row{text: append(header, fmt.Sprintf("      ~ %s %s   (%s)", uc.User, means, catalogue.CredentialsFile)),
+				cells: []cell{coded("~"), {{s: uc.User, kind: code}, {s: note}}, {{s: means, kind: strong}}, coded(catalogue.CredentialsFile), plain("")}})
+			header = nil
+		}
 		for _, g := range uc.Meanings() {
 			sign, mdSign, says := "+", "+", g.Means
 			if !g.Gained {
@@ -229,6 +237,21 @@ func (r Review) accounts() section {
 		if header != nil {
 			t.rows = append(t.rows, row{text: header})
 		}
+	}
+	s.tables = []table{t}
+	return s
+}
+
+// keys: keys.yaml's keys the change moves, each with what it does to a bus running the base.
+func (r Review) keys() section {
+	s := section{title: "Keys", counted: fmt.Sprintf("%s changed in %s", plural(len(r.Keys), "key", "keys"), catalogue.KeysFile)}
+	t := table{header: []string{"key", "was", "now", "what it means"}}
+	for i, k := range r.Keys {
+		text := []string{fmt.Sprintf("  ~ %s: %s → %s: %s", k.What, k.Was, k.Now, k.Means)}
+		if i == 0 {
+			text = append([]string{""}, text...)
+		}
+		t.rows = append(t.rows, row{text: text, cells: []cell{plain(k.What), coded(k.Was), coded(k.Now), plain(k.Means)}})
 	}
 	s.tables = []table{t}
 	return s

@@ -76,15 +76,12 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 	if k.Users == nil {
 		k.Users = map[string]string{}
 	}
-	for _, a := range plan.OperatorAccounts() {
-		if k.Accounts[a] == "" {
-			key, err := catalogue.MintAccountKey()
-			if err != nil {
-				return nil, err
-			}
-			k.Accounts[a], minted = key, true
-		}
+	rec := catalogue.KeyRecord{Accounts: k.Accounts}
+	added, _, err := rec.AddAccounts(plan.OperatorAccounts(), nil)
+	if err != nil {
+		return nil, err
 	}
+	minted = minted || added > 0
 	for _, u := range plan.Users {
 		if k.Users[u.Name] == "" {
 			kp, err := nkeys.CreateAccount()
@@ -106,7 +103,6 @@ func developmentOperator(stateDir string, plan *compiler.Plan) (*devOperator, er
 		}
 	}
 	d := &devOperator{keys: k, op: &operator.Operator{Name: plan.Account, System: k.System}}
-	var err error
 	if d.op.Identity, err = nkeys.FromSeed([]byte(k.Operator)); err != nil {
 		return nil, fmt.Errorf("%s: the operator's seed: %v; delete it (and the state directory's jwt/) and run meshc up again", path, err)
 	}
@@ -180,34 +176,32 @@ func (d *devOperator) writeOperatorConf(stateDir string) error {
 
 const operatorConfFile = "operator.conf"
 
-// push pushes the plan's accounts as the development system user, as `meshc apply` does.
-func (b *Bus) push(ctx context.Context) (apply.Pushed, error) {
+// push pushes the plan's accounts as the development system user, as `meshc apply` does: what
+// the resolver holds read, diffed, the accounts that differ pushed and proven, those the
+// catalogue dropped revoked and deleted.
+func (b *Bus) push(ctx context.Context) (apply.Delivered, error) {
 	creds, err := b.op.op.SystemCreds()
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	sys, err := operator.SystemUserFrom(creds)
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	nc, err := apply.Dial(b.URL, nats.Name("meshc up"), sys)
 	if err != nil {
-		return apply.Pushed{}, err
+		return apply.Delivered{}, err
 	}
 	defer nc.Close()
-	r, err := apply.NewResolver(ctx, nc, 10*time.Second)
-	if err != nil {
-		return apply.Pushed{}, err
-	}
 	local := b.op.localPlan(b.plan)
-	claims, err := local.Claims()
-	if err != nil {
-		return apply.Pushed{}, err
-	}
-	return apply.PushAccounts(ctx, r, local.Account, claims, apply.PushOptions{
+	p, err := apply.PusherOn(ctx, nc, local, apply.PushOptions{
 		Signer: b.op.op.Signing,
 		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(b.URL, extra...) },
-	})
+	}, 10*time.Second)
+	if err != nil {
+		return apply.Delivered{}, err
+	}
+	return p.Converge(ctx)
 }
 
 // moveStore moves a bus that ran from an accounts file to operator mode without losing its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/apply"
@@ -59,7 +60,9 @@ type Bus struct {
 	// op is the development operator of a mesh with auth: operator, nil for any other.
 	op *devOperator
 	// Pushed is what the last push to the resolver did, in operator mode.
-	Pushed apply.Pushed
+	Pushed apply.Delivered
+	// delivered is the accounts file last delivered to the server, recorded on the bus by Apply.
+	delivered []byte
 }
 
 // Start runs plan on a new embedded server: it mints a development password for every user that
@@ -107,7 +110,7 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 	}
 	b.URL = b.Server.ClientURL()
 	if b.op != nil {
-		if b.Pushed, err = Interruptible(ctx, func() (apply.Pushed, error) { return b.push(ctx) }); err != nil {
+		if b.Pushed, err = Interruptible(ctx, func() (apply.Delivered, error) { return b.push(ctx) }); err != nil {
 			b.Stop()
 			return nil, change.Changes{}, fmt.Errorf("pushing the accounts: %w", err)
 		}
@@ -203,7 +206,7 @@ func (b *Bus) Controller() apply.Endpoint {
 // catalogue is what it is for, and a state directory that could not start again after a limit
 // changed would have to be deleted, which loses everything. Dropped says which changes did.
 func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
-	return ApplyAs(ctx, b.Controller(), b.plan)
+	return applyAs(ctx, b.Controller(), b.plan, b.record)
 }
 
 // ApplyAs reads the bus as the endpoint's user, with that user's own grants and nothing more,
@@ -211,6 +214,11 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 // may); it returns what it found to change. `meshc verify` applies a golden plan.json to its
 // throwaway server the same way.
 func ApplyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change.Changes, error) {
+	return applyAs(ctx, e, plan, nil)
+}
+
+// applyAs is ApplyAs, then after (when set) on the same connection: the record of the accounts.
+func applyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan, after func(context.Context, jetstream.JetStream) error) (change.Changes, error) {
 	bus, err := apply.Connect(e)
 	if err != nil {
 		return change.Changes{}, err
@@ -226,17 +234,19 @@ func ApplyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change
 		return change.Changes{}, err
 	}
 	changes := change.Diff(live, plan, change.DiffOptions{})
-	if changes.Empty() {
-		return changes, nil
-	}
 	js, err := bus.JetStream()
 	if err != nil {
 		return changes, err
 	}
-	if _, err := apply.Apply(ctx, js, changes, apply.Options{AllowDiscard: true}); err != nil {
-		return changes, err
+	if !changes.Empty() {
+		if _, err := apply.Apply(ctx, js, changes, apply.Options{AllowDiscard: true}); err != nil {
+			return changes, err
+		}
 	}
-	return changes, nil
+	if after == nil {
+		return changes, nil
+	}
+	return changes, after(ctx, js)
 }
 
 // Dropped says, one line a change, what an apply changed by dropping stored messages.
@@ -309,7 +319,25 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	if err != nil {
 		return apply.Delivered{}, err
 	}
-	return d.Deliver(ctx)
+	did, err := d.Deliver(ctx)
+	if err == nil {
+		b.delivered = data
+	}
+	return did, err
+}
+
+// record records on the bus the accounts file the server was given, as `meshc apply --accounts`
+// does, marked as development credentials: a plan against this bus compares its users and
+// accounts, and leaves the credentials, which are this machine's and not the catalogue's, out.
+func (b *Bus) record(ctx context.Context, js jetstream.JetStream) error {
+	if b.delivered == nil {
+		return nil
+	}
+	ps, err := change.FromAccountsFile(b.delivered, "meshc up's accounts file")
+	if err != nil {
+		return err
+	}
+	return apply.RecordAccounts(ctx, js, apply.AccountsRecord{Digest: apply.AccountsDigest(b.delivered), At: time.Now(), By: "meshc up", Development: true}, ps)
 }
 
 // WriteServerConf writes the server's own half, STATE/server.conf: the listener, the JetStream

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshc-dev/meshc/apply"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
+	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -44,5 +46,51 @@ func TestAStateDirectoryFromBeforeALimitStartsAgain(t *testing.T) {
 	}
 	if more, err := again.Apply(context.Background()); err != nil || !more.Empty() {
 		t.Fatalf("a second apply: %v, %s", err, more.Summary())
+	}
+}
+
+// A plan against meshc up's own bus compares its users and accounts with the accounts file up
+// gave its server — recorded on the bus as apply --accounts records one — leaving out the
+// development passwords, which are this machine's: nothing differs after Start, and a person the
+// catalogue adds is a user to create until Update delivers it.
+func TestAPlanAgainstUpsBusComparesItsUsers(t *testing.T) {
+	cat, _ := cataloguetest.Load(t, filepath.Join("..", "proof", "testdata", "proof.txtar"))
+	plan, _ := compiler.Compile(catalogue.NewIndex(cat))
+	b, _, err := Start(context.Background(), plan, Options{State: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Stop()
+	compare := func(plan *compiler.Plan) change.Changes {
+		t.Helper()
+		bus, err := apply.Connect(b.Controller())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer bus.Close()
+		js, _ := bus.JetStream()
+		d, err := apply.NewRecordedDelivery(plan, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := d.Read(context.Background(), js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return change.Diff(&change.State{Principals: held}, plan, change.DiffOptions{Principals: d.Wanted()})
+	}
+	if cs := compare(plan); cs.PrincipalsUnknown != "" || !cs.PrincipalsEmpty() || !strings.Contains(cs.PrincipalsFrom, "development credentials") {
+		t.Fatalf("after Start: %s (%s%s)", cs.PrincipalsSummary(), cs.PrincipalsFrom, cs.PrincipalsUnknown)
+	}
+	cat.Inventory.People = append(cat.Inventory.People, &catalogue.Person{Name: catalogue.Text{Value: "dave"}})
+	more, _ := compiler.Compile(catalogue.NewIndex(cat))
+	if cs := compare(more); cs.CountPrincipals(change.KindUser, change.Create) != 1 {
+		t.Fatalf("a person added: %s", cs.PrincipalsSummary())
+	}
+	if _, _, err := b.Update(context.Background(), more); err != nil {
+		t.Fatal(err)
+	}
+	if cs := compare(more); !cs.PrincipalsEmpty() {
+		t.Fatalf("after Update: %s", cs.PrincipalsSummary())
 	}
 }

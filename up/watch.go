@@ -49,7 +49,7 @@ func Watch(ctx context.Context, dir string, b *Bus, compile func() *compiler.Pla
 		})
 		switch {
 		case b.op != nil:
-			say("accounts: %s; no reload", b.Pushed.Say(false))
+			say("accounts: pushed %d account(s), revoked %d, deleted %d; no reload", len(b.Pushed.Pushed), len(b.Pushed.Revoked), len(b.Pushed.Deleted))
 		case u.reloads == 2:
 			say("reloaded the accounts in place, twice: the change added accounts, whose service imports the server wires on the second reload")
 		case u.reloads == 1:

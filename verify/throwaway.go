@@ -256,7 +256,7 @@ func (t *throwaway) startOperator(ctx context.Context, p *proof) error {
 	if err != nil {
 		return err
 	}
-	if _, err := apply.PushAccounts(ctx, r, p.expected.Account, claims, apply.PushOptions{
+	if _, err := apply.PushClaims(ctx, r, claims, apply.PushOptions{
 		Signer: op.Signing,
 		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(url, extra...) },
 	}); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -85,14 +86,22 @@ delivery is recorded on the bus (the file's digest, and the server's config_dige
 --monitor reads it), so a later plan or apply without --accounts can say whether the users
 and permissions on the bus are still the catalogue's.
 
-Without --accounts, apply delivers streams and consumers only, and says when the users and
-permissions on the bus may differ from the catalogue's, and what that rests on: the delivery
-recorded on the bus, or the server's config_digest (--monitor), or nothing the bus records.
+Without --accounts, apply delivers streams and consumers only, and shows the users and accounts
+that differ from the delivery recorded on the bus ("not by this apply"), or says it cannot tell
+when nothing is recorded or the server's config_digest (--monitor) moved since.
 
-With 'auth: operator' there is no accounts file: first, as the system user, apply pushes the
-account JWTs that differ from what the servers' resolver holds (golden/claims.json), exporters
-first, proves each works, and deletes the mesh's accounts the catalogue dropped: no file, no
-signal, no reload (secrets: MESHC_OPERATOR_SIGNING_KEY, MESHC_SYSTEM_CREDS, or the flags).
+A saved plan applied again once its changes are on the bus (a CI job re-run) does nothing and
+exits 0; one made against another bus is refused.
+
+Users, credentials and accounts are changes of the plan like streams and consumers: shown,
+counted, saved, refused before anything is written, delivered under the lock (after the refusals,
+before the streams), and removed last. With 'auth: operator' there is no accounts file: as the
+system user, apply reads what the servers' resolver holds, pushes the account JWTs that differ
+(exporters first, each proven by a user of it connecting), and removes the accounts the catalogue
+dropped — revoked first, deleted once every server answers, never one holding streams or tagged
+by another catalogue; a mesh account recorded under a new key is refused. The one push before the
+lock is the mesh's own account on servers that hold none (secrets: MESHC_OPERATOR_SIGNING_KEY,
+MESHC_SYSTEM_CREDS, or the flags).
 
 Flags:
   --dry-run         print the plan and touch nothing
@@ -181,9 +190,16 @@ func runApply(inv *invocation, args []string) int {
 			rest, *prune = []string{saved.Catalogue.Dir}, saved.Prune
 		}
 	}
-	_, format, _, plan, exit, ok := planCatalogue(fs, rest, *formatName, stderr)
+	_, format, c, plan, exit, ok := planCatalogue(fs, rest, *formatName, stderr)
 	if !ok {
 		return exit
+	}
+	if saved != nil {
+		// The catalogue as this run loaded it: one read, so what is compiled is what was compared.
+		if moved := saved.CatalogueMoved(c.Files); len(moved) > 0 {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", change.Moved("the catalogue in "+saved.Catalogue.Dir, moved, rest[0]))
+			return exitFailed
+		}
 	}
 	// Everything that can refuse is decided before anything is written: the accounts file's
 	// bytes and place, the reload target, the lock and the plan's refusals.
@@ -194,6 +210,10 @@ func runApply(inv *invocation, args []string) int {
 	context.AfterFunc(sig, stopSignals)
 	var accounts *apply.AccountsDelivery
 	if *accountsPath != "" {
+		if plan.Operator != nil {
+			fmt.Fprintf(stderr, "meshc apply: with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts\n")
+			return exitCantRun
+		}
 		var err error
 		if accounts, err = apply.AccountsFile(sig, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
@@ -205,7 +225,7 @@ func runApply(inv *invocation, args []string) int {
 				fmt.Fprintf(stderr, "meshc apply: %v\n", apply.WhyStopped(sig, err))
 				return exitCantRun
 			}
-			fmt.Fprintf(stderr, "meshc apply: %s\n", did.Said)
+			fmt.Fprintf(stderr, "meshc apply: %s\n", fileDelivered(did))
 			return exitOK
 		}
 	}
@@ -223,36 +243,56 @@ func runApply(inv *invocation, args []string) int {
 			}
 		}
 	}
-	var users *apply.Pusher
-	if plan.Operator != nil {
-		if *accountsPath != "" {
-			fmt.Fprintf(stderr, "meshc apply: with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts\n")
-			return exitCantRun
-		}
+	say := func(line string) { fmt.Fprintf(stderr, "meshc apply: %s\n", line) }
+	var users apply.Delivery
+	meshNew := false
+	switch {
+	case *breakLock:
+		// Breaking a lock pushes nothing and reads no accounts.
+	case plan.Operator != nil:
 		c, err := conn.resolve("apply", plan)
+		var pusher *apply.Pusher
 		if err == nil {
-			users, err = apply.OpenDelivery(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
+			pusher, err = apply.OpenPusher(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitCantRun
 		}
-		defer users.Close()
+		defer pusher.Close()
+		// The servers hold no account under the mesh's key: its own is pushed alone, the one
+		// push before the lock (which lives in it), or the apply is refused naming the key the
+		// servers hold it under.
+		if err := pusher.Bootstrap(sig, *dryRun); err != nil {
+			say(err.Error())
+			return exitFor(err)
+		}
+		if pusher.MeshNew && !*dryRun {
+			say(fmt.Sprintf("the servers held no account %s: pushed it alone, so mesh-controller can connect and take the lock", plan.Account))
+		}
+		users, meshNew = pusher, pusher.MeshNew
+	case accounts != nil:
+		fd, err := apply.NewFileDelivery(accounts, *monitor, "meshc apply --accounts")
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		if *reload == "" && !given(fs)["monitor"] {
+			fd.Monitor = ""
+		}
+		users = fd
+	default:
+		m := ""
+		if given(fs)["monitor"] {
+			m = *monitor
+		}
+		rd, err := apply.NewRecordedDelivery(plan, m)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
+			return exitCantRun
+		}
+		users = rd
 	}
-	bus, c, exit, ok := connectLive("apply", &conn, plan, stderr)
-	if !ok {
-		return exit
-	}
-	defer bus.Close()
-	// A refusal ends every request in flight at once: it will not pass by waiting.
-	ctx, cancel := bus.Watch(sig)
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
-	defer cancelTimeout()
-	if *breakLock {
-		return runBreakLock(ctx, bus, stderr)
-	}
-	say := func(line string) { fmt.Fprintf(stderr, "meshc apply: %s\n", line) }
 	run := &apply.Run{
 		Plan: plan, DryRun: *dryRun, Saved: saved,
 		Options: apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency},
@@ -261,12 +301,32 @@ func runApply(inv *invocation, args []string) int {
 				say(fmt.Sprintf("waiting up to %s for the lock held by %s", *lockTimeout, h))
 			}},
 		Users: users, NewBus: *newBus,
-		Accounts: accounts,
-		Read:     apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix},
-		Out:      stdout, Format: format, Say: say,
+		Out: stdout, Format: format, Say: say,
 	}
-	if *reload != "" || given(fs)["monitor"] {
-		run.Monitor = *monitor
+	var bus *apply.Bus
+	if *dryRun && meshNew {
+		// Nothing to read as mesh-controller: its account is not on the servers yet.
+		say(fmt.Sprintf("the servers hold no account %s yet: everything would be created", plan.Account))
+	} else {
+		var cn apply.Connection
+		var exit int
+		var ok bool
+		if bus, cn, exit, ok = connectLive("apply", &conn, plan, stderr); !ok {
+			return exit
+		}
+		defer bus.Close()
+		run.Read = apply.ReadOptions{RequestTimeout: cn.RequestTimeout, APIPrefix: bus.APIPrefix}
+	}
+	// A refusal ends every request in flight at once: it will not pass by waiting.
+	ctx, cancel := sig, context.CancelFunc(func() {})
+	if bus != nil {
+		ctx, cancel = bus.Watch(sig)
+	}
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancelTimeout()
+	if *breakLock {
+		return runBreakLock(ctx, bus, stderr)
 	}
 	// Progress on a terminal only: a CI log gets the plan and the outcome, not a line per object.
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -277,15 +337,97 @@ func runApply(inv *invocation, args []string) int {
 			}
 		}
 	}
-	result, err := run.Do(ctx, bus)
-	switch {
-	case err != nil:
+	out, err := run.Do(ctx, bus)
+	if out != nil {
+		for _, line := range outcomeLines(out, *dryRun) {
+			say(line)
+		}
+	}
+	if err != nil {
 		say(err.Error())
 		return exitFor(err)
-	case result != nil:
-		say(fmt.Sprintf("applied %d change(s)", result.Applied))
 	}
 	return exitOK
+}
+
+// outcomeLines say what an apply did, a line each: the users and accounts delivered, the
+// streams and consumers applied, the accounts removed.
+func outcomeLines(out *apply.Outcome, dryRun bool) []string {
+	var lines []string
+	cs := out.Changes
+	switch {
+	case out.AlreadyApplied:
+		return []string{"the saved plan's changes are all on the bus already (an earlier run applied them): nothing to do"}
+	case dryRun:
+		return nil
+	}
+	if d := out.Users; len(d.Pushed) > 0 || d.Path != "" {
+		lines = append(lines, delivered(d))
+	}
+	if cs.Undelivered != "" && !cs.PrincipalsEmpty() {
+		lines = append(lines, "users and accounts: "+cs.Undelivered)
+	}
+	if out.Applied != nil {
+		lines = append(lines, fmt.Sprintf("applied %d change(s)", out.Applied.Applied))
+	}
+	if d := out.Removed; len(d.Revoked)+len(d.Deleted) > 0 {
+		lines = append(lines, delivered(d))
+	}
+	return lines
+}
+
+// delivered says what a delivery of users and accounts did.
+func delivered(d apply.Delivered) string {
+	if d.Path != "" {
+		return fileDelivered(d)
+	}
+	var parts []string
+	if len(d.Pushed) > 0 {
+		parts = append(parts, fmt.Sprintf("pushed %d account(s)%s, each proven by a user of it connecting", len(d.Pushed), few(d.Pushed)))
+	}
+	if len(d.Revoked) > 0 {
+		parts = append(parts, fmt.Sprintf("revoked %d account(s) the catalogue dropped%s", len(d.Revoked), few(d.Revoked)))
+	}
+	if len(d.Deleted) > 0 {
+		parts = append(parts, fmt.Sprintf("deleted %d from the servers%s", len(d.Deleted), few(d.Deleted)))
+	}
+	if len(d.Missing) > 0 {
+		parts = append(parts, fmt.Sprintf("%s did not answer and catch(es) up from the others within one resolver interval of coming back", strings.Join(d.Missing, ", ")))
+	}
+	return "accounts: " + strings.Join(parts, "; ")
+}
+
+func few(names []string) string {
+	if len(names) == 0 || len(names) > 5 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// fileDelivered says what delivering an accounts file did.
+func fileDelivered(d apply.Delivered) string {
+	verb := "wrote " + d.Path
+	if !d.Written {
+		verb = d.Path + " is current"
+	}
+	switch {
+	case !d.Server && d.Written:
+		return verb + "; reload the server to pick it up (--reload does)"
+	case !d.Server:
+		return verb
+	case len(d.Why) == 0 && d.Reloads == 0:
+		return verb + " and the server has loaded it (its configuration digest matches and every service import is wired); the server is not asked to reload"
+	case d.Reloads == 1 && d.Written && d.Why[0] == apply.NotLoaded:
+		return "wrote " + d.Path + " and the server reloaded it"
+	}
+	times := fmt.Sprintf(" %d times", d.Reloads)
+	switch d.Reloads {
+	case 1:
+		times = ""
+	case 2:
+		times = " twice"
+	}
+	return fmt.Sprintf("%s and the server reloaded it%s: %s", verb, times, strings.Join(d.Why, ", then "))
 }
 
 // runBreakLock removes a stuck apply's lock and says whose it was.

@@ -4,11 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/internal/suggest"
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
@@ -72,7 +75,7 @@ func runMint(inv *invocation, args []string) int {
 
 	// Mint is how a credential that does not fit the mesh's auth is replaced: those errors are
 	// what it fixes, not a reason to refuse.
-	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid)
+	plan, code := compileCatalogue("mint", *dir, stderr, lint.RuleCredentialInvalid, lint.RuleCredentialDuplicate)
 	if plan == nil {
 		return code
 	}
@@ -118,7 +121,7 @@ func runMint(inv *invocation, args []string) int {
 		if len(users) == 0 {
 			fmt.Fprintf(stderr, "meshc mint: every bus user already has a recorded %s\n", recordedWhat(plan))
 			if plan.Operator != nil {
-				if _, err := operator.RecordAccountKeys(*dir, plan); err != nil {
+				if _, err := operator.RecordAccountKeys(*dir, plan, goldenAccountKeys(*dir)); err != nil {
 					fmt.Fprintf(stderr, "meshc mint: %v\n", err)
 					return exitCantRun
 				}
@@ -141,7 +144,7 @@ func runMint(inv *invocation, args []string) int {
 	}
 
 	if plan.Operator != nil {
-		said, err := operator.Issue(creds, *dir, plan, users, *out, stdout)
+		said, err := operator.Issue(creds, *dir, plan, users, *out, goldenAccountKeys(*dir), stdout)
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc mint: %v\n", err)
 			return exitCantRun
@@ -191,6 +194,25 @@ func recordedWhat(plan *compiler.Plan) string {
 		return "nkey public key"
 	}
 	return "hash"
+}
+
+// goldenAccountKeys are the account keys the committed golden/claims.json records, by account
+// name: what mint records for an account whose line keys.yaml lost, rather than a new key — an
+// account's key is its identity, and the mesh's streams live under the mesh account's.
+func goldenAccountKeys(dir string) map[string]string {
+	data, err := os.ReadFile(filepath.Join(dir, catalogue.GoldenDir, emit.ClaimsFile))
+	if err != nil {
+		return nil
+	}
+	claims, err := emit.ReadClaims(data)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, ac := range claims {
+		out[ac.Name] = ac.Subject
+	}
+	return out
 }
 
 // sayUnclaimed names the records of users the catalogue no longer derives, and the command that

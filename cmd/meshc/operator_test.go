@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -60,6 +62,11 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	if _, err := os.Stat(filepath.Join(dir, catalogue.GoldenDir, emit.ClaimsFile)); err != nil {
 		t.Fatalf("emit wrote no claims.json: %v", err)
 	}
+	// Against the golden claims just emitted, nothing differs; a person gaining a tool is the
+	// change of their account and user a pull request shows.
+	if said := run(exitOK, "plan", dir); !strings.Contains(said, "users and accounts: unchanged") {
+		t.Fatalf("plan against the golden claims: %s", said)
+	}
 	for _, f := range []string{catalogue.KeysFile, catalogue.CredentialsFile, "golden/" + emit.ClaimsFile} {
 		data, _ := os.ReadFile(filepath.Join(dir, f))
 		for _, secret := range []string{"SO", "SA", "SU", "BEGIN USER NKEY SEED"} {
@@ -89,16 +96,53 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	t.Setenv("NATS_JWT", token)
 	t.Setenv("NATS_SEED", string(seed))
 
-	if said := run(exitFailed, "apply", dir); !strings.Contains(said, "is new to these servers and holds no stream") || !strings.Contains(said, "--new-bus") {
+	if said := run(exitFailed, "apply", dir); !strings.Contains(said, "holds no stream, and meshc never applied to it") || !strings.Contains(said, "--new-bus") {
 		t.Fatalf("a first apply with no streams anywhere: %s", said)
 	}
+	// The refused apply pushed the mesh's account alone (the one push before the lock: the
+	// controller lives there); the first that creates the streams pushes every other.
 	said := run(exitOK, "apply", dir, "--new-bus")
-	if !strings.Contains(said, "accounts: pushed") {
+	if !strings.Contains(said, "applied 28 change(s)") || (isolation == catalogue.IsolationPerModule && !strings.Contains(said, "accounts: pushed")) {
 		t.Fatalf("first apply: %s", said)
 	}
-	if said := run(exitOK, "apply", dir); !strings.Contains(said, "accounts: pushed 0 account(s)") {
+	if said := run(exitOK, "apply", dir); strings.Contains(said, "accounts: pushed") || !strings.Contains(said, "users and accounts: unchanged") {
 		t.Fatalf("second apply pushed something: %s", said)
 	}
+
+	// plan reads the resolver as the system user (CI's secret is in the environment): nothing
+	// differs, and a person gaining a tool is a change of the plan, exit 1, in its JSON too.
+	if code, out, errs := meshc(t, "plan", dir); code != exitOK || !strings.Contains(out, "users and accounts: unchanged") {
+		t.Fatalf("plan after the apply: %d\n%s%s", code, out, errs)
+	}
+	inventory0 := filepath.Join(dir, catalogue.InventoryFile)
+	inv0, _ := os.ReadFile(inventory0)
+	os.WriteFile(inventory0, []byte(strings.Replace(string(inv0), "may-call: [builder.build-now, audit-log.search]", "may-call: [builder.build-now, audit-log.search, catalog.lookup]", 1)), 0o644)
+	code, out, errs := meshc(t, "plan", dir, "--format", "json")
+	if code != exitFailed || !strings.Contains(out, `"name": "person.bob"`) || !strings.Contains(out, `"mesh.mod.catalog.tool.lookup"`) {
+		t.Fatalf("plan of bob gaining a tool: %d\n%s%s", code, out, errs)
+	}
+	os.WriteFile(inventory0, inv0, 0o644)
+
+	// keys.yaml loses the mesh account's line: lint says to mint, and mint records the key the
+	// golden claims know, never a new one — the account under it holds every stream.
+	keysPath := filepath.Join(dir, catalogue.KeysFile)
+	keys0, _ := os.ReadFile(keysPath)
+	meshKeyLine := regexp.MustCompile(`(?m)^  "novox": .*\n`)
+	os.WriteFile(keysPath, meshKeyLine.ReplaceAll(keys0, nil), 0o644)
+	run(exitOK, "mint", "--dir", dir, "--missing", "--out", t.TempDir())
+	if keys1, _ := os.ReadFile(keysPath); !bytes.Equal(keys1, keys0) {
+		t.Fatalf("mint --missing recorded another key for the mesh's account:\n%s\nwas:\n%s", keys1, keys0)
+	}
+	// Re-keyed by hand: apply refuses, naming the key the servers hold it under, and changes
+	// nothing.
+	newKey, _ := catalogue.MintAccountKey()
+	oldKey := strings.Trim(strings.TrimSpace(strings.TrimPrefix(meshKeyLine.FindString(string(keys0)), `  "novox": `)), `"`)
+	os.WriteFile(keysPath, []byte(strings.Replace(string(keys0), oldKey, newKey, 1)), 0o644)
+	if said := run(exitFailed, "apply", dir); !strings.Contains(said, "recorded under a new key") || !strings.Contains(said, oldKey) || !strings.Contains(said, "EVENTS") {
+		t.Fatalf("apply of a re-keyed mesh account: %s", said)
+	}
+	os.WriteFile(keysPath, keys0, 0o644)
+	run(exitOK, "apply", dir)
 
 	// Clients of the bus as it runs: each must stay connected through what follows.
 	disconnects := map[string]*atomic.Int32{}
@@ -186,7 +230,7 @@ func operatorModeFromCI(t *testing.T, isolation string) {
 	os.WriteFile(inventory, inv, 0o644)
 	run(exitOK, "emit", dir, "--allow-missing")
 	said = run(exitOK, "apply", dir)
-	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "deleted 2 the catalogue no longer has") {
+	if isolation == catalogue.IsolationPerModule && !strings.Contains(said, "deleted 2 from the servers (mod.anchor.wiki, mod.wiki)") {
 		t.Fatalf("removing a module in an isolated mesh (its instance's account and its own): %s", said)
 	}
 	for _, creds := range []string{wikiCreds, serveCreds} {

@@ -21,6 +21,7 @@ import (
 	"github.com/meshc-dev/meshc/internal/buildinfo"
 	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/lint"
+	"github.com/meshc-dev/meshc/operator"
 	"github.com/meshc-dev/meshc/review"
 )
 
@@ -30,12 +31,15 @@ Says what applying the catalogue in DIR (default: the current directory) would c
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
 cannot make in place), - delete (only with --prune), and what is kept on purpose.
 
-With no server, it compares against the committed golden plan (DIR/golden/plan.json, or -o):
-what a pull request changes. With --server, --context or NATS_URL, it compares against the
-live server, reading it with the paged list API (a handful of requests, however many objects),
-and says when the users and permissions on the bus may differ from the catalogue's, and what
-that rests on (the delivery meshc apply --accounts recorded on the bus, the server's
-config_digest with --monitor, or nothing the bus records).
+Users, credentials and accounts are part of the plan: each user and account that differs is a
+row, created, changed (grants, imports, exports, limits, a credential re-minted) or deleted.
+
+With no server, it compares against the committed golden files (DIR/golden/plan.json and
+accounts.conf or claims.json, or -o): what a pull request changes. With --server, --context or
+NATS_URL, it compares against the live server, reading it with the paged list API (a handful of
+requests, however many objects), and the users and accounts against the delivery meshc apply
+--accounts recorded on the bus (the server's config_digest with --monitor), or in operator mode
+against the servers' resolver, read as the system user ($MESHC_SYSTEM_CREDS or --system-creds).
 
 With --against REF, it compares against the base catalogue at REF (the pull request's base
 branch) and shows everything the change does to a bus running the base: streams and consumers,
@@ -54,6 +58,8 @@ Flags:
   -o DIR           the golden directory to compare against (default DIR/golden)
   --monitor URL    with a server, its monitoring endpoint: /varz config_digest says whether
                    the server still runs the accounts file meshc apply --accounts delivered
+  --system-creds FILE  auth: operator: the system user's credentials, to compare the accounts
+                   the resolver holds (else $MESHC_SYSTEM_CREDS)
   --save FILE      with a server: also save the plan to FILE for 'meshc apply FILE', which
                    applies exactly this change set and refuses, naming what moved, if the
                    catalogue's files or the objects it changes on the bus changed since
@@ -81,6 +87,7 @@ func runPlan(inv *invocation, args []string) int {
 	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
 	save := fs.String("save", "", "save the plan to `FILE` for meshc apply FILE")
 	monitor := fs.String("monitor", "", "with a server, its monitoring `URL`: its config_digest says whether it runs the accounts meshc delivered")
+	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`, to compare the accounts the resolver holds")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
@@ -130,19 +137,36 @@ func runPlan(inv *invocation, args []string) int {
 	}
 	var live *change.State
 	var err error
+	var want *change.Principals
 	var count func(change.Changes) error
-	server := ""
+	server, identity := "", ""
 	if conn.explicit() {
 		bus, state, exit, ok := readLive("plan", &conn, plan, 2*time.Minute, stderr)
 		if !ok {
 			return exit
 		}
 		defer bus.Close()
-		live, server = state, bus.Conn.ConnectedUrlRedacted()
-		if js, err := bus.JetStream(); err == nil {
-			if said := apply.AccountsStatus(context.Background(), js, plan, *monitor); said != "" {
-				fmt.Fprintf(stderr, "meshc plan: %s\n", said)
+		live, server, identity = state, bus.Conn.ConnectedUrlRedacted(), bus.Identity()
+		js, err := bus.JetStream()
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		users, closeUsers, err := planDelivery(plan, &conn, *systemCreds, *monitor)
+		if err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
+		defer closeUsers()
+		if users != nil {
+			if live.Principals, err = users.Read(context.Background(), js); err != nil {
+				fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+				return exitCantRun
 			}
+			want = users.Wanted()
+		} else {
+			live.Principals = &change.Principals{Known: change.KnownNothing,
+				From: fmt.Sprintf("with auth: operator they are the accounts the servers' resolver holds, read as the system user: give its credentials ($%s or --system-creds) to compare them", operator.SystemCredsVar)}
 		}
 		count = func(cs change.Changes) error {
 			return apply.CountDrops(context.Background(), bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
@@ -157,8 +181,14 @@ func runPlan(inv *invocation, args []string) int {
 			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 			return exitCantRun
 		}
+		if live.Principals, want, err = goldenPrincipals(*goldenDir, plan); err != nil {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", err)
+			return exitCantRun
+		}
 	}
-	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune})
+	changes := change.Diff(live, plan, change.DiffOptions{Prune: *prune, Principals: want})
+	// Drops mesh.yaml approves are marked: a saved plan carries them to apply.
+	lint.ApproveDrops(c, &changes)
 	if count != nil {
 		// What a change would drop is counted on the live bus only.
 		if err := count(changes); err != nil {
@@ -171,7 +201,7 @@ func runPlan(inv *invocation, args []string) int {
 		return exitCantRun
 	}
 	if *save != "" {
-		if err := savePlan(*save, dir, changes, *prune, server, live); err != nil {
+		if err := savePlan(*save, dir, c.Files, changes, *prune, server, identity, live); err != nil {
 			fmt.Fprintf(stderr, "meshc plan: --save: %v\n", err)
 			return exitCantRun
 		}
@@ -254,22 +284,19 @@ func goldenState(path string) (*change.State, error) {
 	return change.Applied(committed), nil
 }
 
-// savePlan writes the plan for `meshc apply FILE`: the change set, the catalogue's files'
-// digests and what the bus held of each object it changes.
-func savePlan(path, dir string, cs change.Changes, prune bool, server string, live *change.State) error {
-	files, err := catalogue.FileDigests(dir)
-	if err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(change.NewSaved(buildinfo.Version(), cs, prune, dir, files, server, live), "", "  ")
+// savePlan writes the plan for `meshc apply FILE`: the change set, the digests of the catalogue's
+// files as the plan's load read them, the bus it was made against and what the bus held of each
+// object it changes.
+func savePlan(path, dir string, files map[string]string, cs change.Changes, prune bool, server, identity string, live *change.State) error {
+	data, err := json.MarshalIndent(change.NewSaved(buildinfo.Version(), cs, prune, dir, files, server, identity, live), "", "  ")
 	if err != nil {
 		return err
 	}
 	return atomicfile.Write(path, append(data, '\n'), 0o644)
 }
 
-// readSaved reads a saved plan and checks the catalogue it names is still the one it was made
-// from. The plan's directory is the catalogue's, as given to meshc plan.
+// readSaved reads a saved plan; the command compares the catalogue it names with the saved
+// digests once it has loaded it.
 func readSaved(path string) (*change.Saved, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -279,12 +306,72 @@ func readSaved(path string) (*change.Saved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	files, err := catalogue.FileDigests(saved.Catalogue.Dir)
-	if err != nil {
-		return nil, fmt.Errorf("%s: the catalogue it was made from: %w", path, err)
-	}
-	if moved := saved.CatalogueMoved(files); len(moved) > 0 {
-		return nil, change.Moved("the catalogue in "+saved.Catalogue.Dir, moved, path)
-	}
 	return saved, nil
+}
+
+// planDelivery is what plan reads the bus's users and accounts through: the resolver as the
+// system user in operator mode (nil when its credentials are not given), else the record of the
+// last accounts file delivered.
+func planDelivery(plan *compiler.Plan, conn *connectFlags, systemCreds, monitor string) (apply.Delivery, func(), error) {
+	if plan.Operator == nil {
+		d, err := apply.NewRecordedDelivery(plan, monitor)
+		return d, func() {}, err
+	}
+	if systemCreds == "" && os.Getenv(operator.SystemCredsVar) == "" {
+		return nil, func() {}, nil
+	}
+	c, err := conn.resolve("plan", plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := apply.OpenPusher(context.Background(), c, plan, "", systemCreds, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, p.Close, nil
+}
+
+// goldenPrincipals are the users and accounts of the committed golden files (what the catalogue
+// last emitted) and of the catalogue now, for a plan that compares with the golden files:
+// accounts.conf, or in operator mode claims.json.
+func goldenPrincipals(goldenDir string, plan *compiler.Plan) (held, want *change.Principals, err error) {
+	if plan.Operator != nil {
+		path := filepath.Join(goldenDir, emit.ClaimsFile)
+		if want, err = change.WantedClaims(plan); err != nil {
+			return &change.Principals{Known: change.KnownNothing, From: err.Error()}, nil, nil
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &change.Principals{Known: change.KnownWhole, From: path + " (not there yet)"}, want, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		claims, err := emit.ReadClaims(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		// The golden claims are unsigned: they were the operator's signing key's to sign.
+		for _, ac := range claims {
+			ac.Issuer = plan.Operator.SigningKey
+		}
+		return change.FromClaims(claims, plan, path), want, nil
+	}
+	path := filepath.Join(goldenDir, emit.AccountsFile)
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	if want, err = change.FromAccountsFile(data, "the catalogue"); err != nil {
+		return nil, nil, err
+	}
+	committed, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &change.Principals{Known: change.KnownWhole, From: path + " (not there yet)"}, want, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	held, err = change.FromAccountsFile(committed, path)
+	return held, want, err
 }
