@@ -49,13 +49,18 @@ func (p *proof) ackSteal() {
 			// No consumer of its own: the try names one it might pretend to own.
 			own = pulls[:1]
 		}
+		// The forged acks ask for the stolen message at the thief's inbox, where it would show.
+		// A serving user has none: its tries are judged by the server's violation alone.
 		inbox := c.NC.NewInbox()
-		stolen, err := c.Subscribes(inbox)
-		if err != nil {
-			p.fail(AckSteal, u.Name, inbox, "", "%v", err)
-			return
+		var stolen *nats.Subscription
+		if hasInbox(u) {
+			var err error
+			if stolen, err = c.Subscribes(inbox); err != nil {
+				p.fail(AckSteal, u.Name, inbox, "", "%v", err)
+				return
+			}
+			defer stolen.Unsubscribe()
 		}
-		defer stolen.Unsubscribe()
 		var tries []principal.Try
 		for _, o := range own {
 			same := func(c compiler.Consumer) bool {
@@ -82,11 +87,20 @@ func (p *proof) ackSteal() {
 			p.fail(AckSteal, u.Name, t.Subject, p.golden.allowedBy(u.Name, true, t.Subject),
 				"%s may publish %s, another consumer's ack in the older form: the ack grant must have its exact length, never a final `>` (docs/nats.md, \"Ack subjects\"); run `meshc emit`", u.Name, t.Subject)
 		}
+		if stolen == nil {
+			return
+		}
 		if m, err := stolen.NextMsg(100 * time.Millisecond); err == nil {
 			p.fail(AckSteal, u.Name, m.Subject, "", "another consumer's message reached %s through a forged ack: %q", u.Name, m.Data)
 		}
 	})
 	p.said(AckSteal, "%d forged acks of other consumers refused, each with a body that would steal their next message", p.tried[AckSteal.ID].Tries-p.tried[AckSteal.ID].Failed)
+}
+
+// hasInbox reports whether the catalogue grants u its own inbox: every principal but a serving
+// user, which only answers (compiler.ServingUser).
+func hasInbox(u compiler.User) bool {
+	return slices.Contains(u.Subscribe.Allow, compiler.Inbox(u.Name))
 }
 
 // stealing is the older-form ack of victim that carries own's stream and consumer: nine tokens,
