@@ -53,7 +53,7 @@ func (p *proof) ackSteal() {
 		// A serving user has none: its tries are judged by the server's violation alone.
 		inbox := c.NC.NewInbox()
 		var stolen *nats.Subscription
-		if hasInbox(u) {
+		if u.HasInbox() {
 			var err error
 			if stolen, err = c.Subscribes(inbox); err != nil {
 				p.fail(AckSteal, u.Name, inbox, "", "%v", err)
@@ -95,12 +95,6 @@ func (p *proof) ackSteal() {
 		}
 	})
 	p.said(AckSteal, "%d forged acks of other consumers refused, each with a body that would steal their next message", p.tried[AckSteal.ID].Tries-p.tried[AckSteal.ID].Failed)
-}
-
-// hasInbox reports whether the catalogue grants u its own inbox: every principal but a serving
-// user, which only answers (compiler.ServingUser).
-func hasInbox(u compiler.User) bool {
-	return slices.Contains(u.Subscribe.Allow, compiler.Inbox(u.Name))
 }
 
 // stealing is the older-form ack of victim that carries own's stream and consumer: nine tokens,

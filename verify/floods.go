@@ -179,7 +179,7 @@ func (p *proof) subscriptionFlood(u compiler.User, limits compiler.AccountLimits
 // group, again and again (a subscription its grants refuse is no subscription the limit counts).
 // The floods run last, so no call reaches a flood's member of a queue group.
 func (p *proof) floodSubscription(u compiler.User) func(c *principal.Conn, token string) (*nats.Subscription, error) {
-	if hasInbox(u) || len(u.Subscribe.Allow) == 0 {
+	if u.HasInbox() || len(u.Subscribe.Allow) == 0 {
 		return func(c *principal.Conn, token string) (*nats.Subscription, error) {
 			return c.NC.Subscribe(compiler.InboxPrefix(u.Name)+".flood."+token, func(*nats.Msg) {})
 		}
