@@ -9,6 +9,7 @@ package compiler
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -221,6 +222,11 @@ func (u *User) Credential() string {
 	}
 	return u.Hash
 }
+
+// HasInbox reports whether the user may receive replies in its own inbox (InboxPrefix): every
+// user but a serving user, which answers the calls it receives and makes no request, so whatever
+// connects as it needs no inbox prefix and has none to prove.
+func (u *User) HasInbox() bool { return slices.Contains(u.Subscribe.Allow, Inbox(u.Name)) }
 
 // Permission is an allow and a deny list of subjects, each sorted and without duplicates.
 type Permission struct {

@@ -64,11 +64,12 @@ func TestTheModulesPageRunsOnABus(t *testing.T) {
 }
 
 // startModulesBus runs modules/catalogue on a bus with the given auth, and returns where it is
-// and each module user's credential as its deployment gives it: NAME=VALUE. Passwords and
+// and each user's credential as its deployment gives it: which kind (PASSWORD, NKEY, CREDS) and
+// its value, a password or a file's path. Passwords and
 // operator mode run on `meshc up` (a password; a credentials file); with nkeys, which up does not
 // run (seeds belong to their holders), on a server loading the accounts file meshc emits for
 // nkey users minted here, the plan applied as mesh-controller by its own seed.
-func startModulesBus(t *testing.T, auth string) (string, func(user string) string) {
+func startModulesBus(t *testing.T, auth string) (string, credential) {
 	t.Helper()
 	c, _, err := catalogue.Load(filepath.Join("modules", "catalogue"))
 	if err != nil {
@@ -95,15 +96,19 @@ func startModulesBus(t *testing.T, auth string) (string, func(user string) strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bus.URL, func(user string) string {
+	return bus.URL, func(user string) (string, string) {
 		if auth == catalogue.AuthOperator {
-			return "NATS_CREDS=" + strings.TrimSuffix(contexts[user], ".json") + ".creds"
+			return "CREDS", strings.TrimSuffix(contexts[user], ".json") + ".creds"
 		}
-		return "NATS_PASSWORD=" + bus.Password(user)
+		return "PASSWORD", bus.Password(user)
 	}
 }
 
-func startNKeyBus(ctx context.Context, t *testing.T, plan *compiler.Plan) (string, func(user string) string) {
+// credential is a user's credential as its deployment holds it: its kind, the end of the
+// environment variable the examples read it from (PASSWORD, NKEY, CREDS), and its value.
+type credential func(user string) (kind, value string)
+
+func startNKeyBus(ctx context.Context, t *testing.T, plan *compiler.Plan) (string, credential) {
 	state := t.TempDir()
 	seeds := map[string]string{}
 	for i := range plan.Users {
@@ -150,15 +155,26 @@ func startNKeyBus(ctx context.Context, t *testing.T, plan *compiler.Plan) (strin
 	if _, err := apply.Apply(ctx, js, change.Diff(live, plan, change.DiffOptions{}), apply.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	return s.ClientURL(), func(user string) string { return "NATS_NKEY=" + seeds[user] }
+	return s.ClientURL(), func(user string) (string, string) { return "NKEY", seeds[user] }
 }
 
 // runModules runs the indexer until it is ready, the uploader to its end, and checks the
-// indexer indexed and rendered every photo before it is stopped.
-func runModules(t *testing.T, url string, credential func(user string) string, command []string, photos []string) {
+// indexer indexed and rendered every photo before it is stopped. Each module is given its user's
+// credential in NATS_<kind>, and the indexer, which serves a tool, its serving user's in
+// NATS_SERVE_<kind>.
+func runModules(t *testing.T, url string, credential credential, command []string, photos []string) {
 	env := func(module string) []string {
-		return append(os.Environ(), "MESH_MACHINE=box", "NATS_URL="+url, "NATS_CREDS=", "NATS_NKEY=", "NATS_PASSWORD=",
-			credential(compiler.ModuleUserName("box", module)))
+		env := append(os.Environ(), "MESH_MACHINE=box", "NATS_URL="+url)
+		for _, kind := range []string{"CREDS", "NKEY", "PASSWORD"} {
+			env = append(env, "NATS_"+kind+"=", "NATS_SERVE_"+kind+"=")
+		}
+		kind, value := credential(compiler.ModuleUserName("box", module))
+		env = append(env, "NATS_"+kind+"="+value)
+		if module == "indexer" {
+			kind, value := credential(compiler.ServingUser("box", module))
+			env = append(env, "NATS_SERVE_"+kind+"="+value)
+		}
+		return env
 	}
 	indexer := exec.Command(command[0], append(command[1:], "indexer")...)
 	indexer.Env = env("indexer")

@@ -22,9 +22,10 @@ func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
 			b := startBus(t, "testdata/account-limits.txtar", "", isolation)
 			js := b.connect(t, "mesh-controller").js
 			ctx := t.Context()
-			// The fourth stream is apply's bucket's place; the fifth is refused.
-			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.a"}, MaxBytes: 1 << 20}); err != nil {
-				t.Fatalf("the account's fourth stream: %v", err)
+			// The fourth stream is apply's bucket, which up's apply made (it records the accounts
+			// it delivered there); the fifth is refused.
+			if _, err := js.Stream(ctx, compiler.ApplyBucketStream); err != nil {
+				t.Fatalf("apply's bucket, the account's fourth stream: %v", err)
 			}
 			_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ONE_TOO_MANY", Subjects: []string{"other.b"}, MaxBytes: 1 << 20})
 			if !isAPIError(err, 10027, "maximum number of streams reached") {

@@ -25,11 +25,14 @@ func (b *Bus) WriteContexts() (map[string]string, error) {
 	paths := map[string]string{}
 	for _, u := range plan.Users {
 		ctx := map[string]string{
-			"description":  fmt.Sprintf("meshc up: %s on the %s mesh (development password)", u.Name, plan.Account),
-			"url":          url,
-			"user":         u.Name,
-			"password":     dev[u.Name].Password,
-			"inbox_prefix": compiler.InboxPrefix(u.Name),
+			"description": fmt.Sprintf("meshc up: %s on the %s mesh (development password)", u.Name, plan.Account),
+			"url":         url,
+			"user":        u.Name,
+			"password":    dev[u.Name].Password,
+		}
+		// A serving user has no inbox: it only answers.
+		if u.HasInbox() {
+			ctx["inbox_prefix"] = compiler.InboxPrefix(u.Name)
 		}
 		if b.op != nil {
 			// Operator mode: a credentials file beside the context, signed by the user's

@@ -49,13 +49,18 @@ func (p *proof) ackSteal() {
 			// No consumer of its own: the try names one it might pretend to own.
 			own = pulls[:1]
 		}
+		// The forged acks ask for the stolen message at the thief's inbox, where it would show.
+		// A serving user has none: its tries are judged by the server's violation alone.
 		inbox := c.NC.NewInbox()
-		stolen, err := c.Subscribes(inbox)
-		if err != nil {
-			p.fail(AckSteal, u.Name, inbox, "", "%v", err)
-			return
+		var stolen *nats.Subscription
+		if u.HasInbox() {
+			var err error
+			if stolen, err = c.Subscribes(inbox); err != nil {
+				p.fail(AckSteal, u.Name, inbox, "", "%v", err)
+				return
+			}
+			defer stolen.Unsubscribe()
 		}
-		defer stolen.Unsubscribe()
 		var tries []principal.Try
 		for _, o := range own {
 			same := func(c compiler.Consumer) bool {
@@ -81,6 +86,9 @@ func (p *proof) ackSteal() {
 		for _, t := range unrefused {
 			p.fail(AckSteal, u.Name, t.Subject, p.golden.allowedBy(u.Name, true, t.Subject),
 				"%s may publish %s, another consumer's ack in the older form: the ack grant must have its exact length, never a final `>` (docs/nats.md, \"Ack subjects\"); run `meshc emit`", u.Name, t.Subject)
+		}
+		if stolen == nil {
+			return
 		}
 		if m, err := stolen.NextMsg(100 * time.Millisecond); err == nil {
 			p.fail(AckSteal, u.Name, m.Subject, "", "another consumer's message reached %s through a forged ack: %q", u.Name, m.Data)

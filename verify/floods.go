@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -155,8 +156,9 @@ func (p *proof) subscriptionFlood(u compiler.User, limits compiler.AccountLimits
 		return
 	}
 	defer c.Close()
+	subscribe := p.floodSubscription(u)
 	for i := range limits.Subscriptions {
-		if _, err := c.NC.Subscribe(fmt.Sprintf("%s.flood.%d", compiler.InboxPrefix(u.Name), i), func(*nats.Msg) {}); err != nil {
+		if _, err := subscribe(c, strconv.FormatInt(i, 10)); err != nil {
 			p.fail(Flood, u.Name, "max_subscriptions", "", "%v", err)
 			return
 		}
@@ -165,10 +167,26 @@ func (p *proof) subscriptionFlood(u compiler.User, limits compiler.AccountLimits
 		p.fail(Flood, u.Name, "max_subscriptions", "", "%s's connection was refused a subscription before its account's max_subscriptions of %d: the golden files set it lower than the catalogue", u.Name, limits.Subscriptions)
 		return
 	}
-	c.NC.Subscribe(compiler.InboxPrefix(u.Name)+".flood.last", func(*nats.Msg) {})
+	subscribe(c, "last")
 	if err := c.Meets(nats.ErrMaxSubscriptionsExceeded, principal.Wait); err != nil {
 		p.fail(Flood, u.Name, "max_subscriptions", "", "%s's connection held %d subscriptions, one past its account's max_subscriptions, and %v: the golden files must say max_subscriptions; run `meshc emit`",
 			u.Name, limits.Subscriptions+1, err)
+	}
+}
+
+// floodSubscription is how a flood subscribes as u, each subscription named by its token: a
+// subject of its own inbox, or for a serving user, which has none, its first tool in its queue
+// group, again and again (a subscription its grants refuse is no subscription the limit counts).
+// The floods run last, so no call reaches a flood's member of a queue group.
+func (p *proof) floodSubscription(u compiler.User) func(c *principal.Conn, token string) (*nats.Subscription, error) {
+	if u.HasInbox() || len(u.Subscribe.Allow) == 0 {
+		return func(c *principal.Conn, token string) (*nats.Subscription, error) {
+			return c.NC.Subscribe(compiler.InboxPrefix(u.Name)+".flood."+token, func(*nats.Msg) {})
+		}
+	}
+	subject, queue := compiler.SplitQueue(u.Subscribe.Allow[0])
+	return func(c *principal.Conn, _ string) (*nats.Subscription, error) {
+		return c.NC.QueueSubscribe(subject, queue, func(*nats.Msg) {})
 	}
 }
 

@@ -63,11 +63,13 @@ const (
 	colludeMarker = "meshc verify collude "
 )
 
-// serveTools serves every tool the catalogue says a running module serves.
+// serveTools serves every tool the catalogue says a running module serves, as each of its
+// instances' serving users (compiler.ServingUser): the module's own users no longer subscribe its
+// tools.
 func (p *proof) serveTools() error {
 	for _, t := range p.expected.Tools {
 		for _, u := range p.expected.Users {
-			if u.Kind != compiler.KindModule || u.Module != t.Module || p.as[u.Name] == nil {
+			if u.Kind != compiler.KindServer || u.Module != t.Module || p.as[u.Name] == nil {
 				continue
 			}
 			c, err := p.dial(u.Name, p.as[u.Name])
@@ -218,6 +220,15 @@ func (p *proof) usePublish(c *principal.Conn, u *compiler.User, subject string, 
 			p.mu.Lock()
 			p.calls = append(p.calls, made{user: u.Name, tool: t.Subject, body: body})
 			p.mu.Unlock()
+		}
+	case compiler.Covers(compiler.ServiceReplies, subject):
+		// A serving user's answers across an import (`_R_.>`): the tool calls the grant class
+		// makes are answered through it; here the grant itself, on a reply the server gives no
+		// request (each is `_R_.<prefix>.<random>`), so the publish reaches nobody, on a live bus
+		// too. A serving user has no inbox, so it makes no request.
+		p.try(Grant, 1)
+		if err := c.PublishesLive(instance(subject), "meshc verify"); err != nil {
+			p.refusedGrant(u, true, subject, err)
 		}
 	case compiler.Covers(anyHeartbeat, subject):
 		if p.live {

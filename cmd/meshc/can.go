@@ -21,11 +21,14 @@ the nearest grant and why it does not cover the subject. SUBJECT may hold wildca
 covers it only if it covers every subject it matches.
 
 Or ask in the catalogue's words, and meshc derives the subject: call a tool, serve one (in its
-module's queue group), emit an event (a module's, or a seat's it holds; EMITTER.** for every
-event of one emitter), submit work to a seat.
+module's queue group, as a module instance's serving user serve.<machine>.<module>), emit an
+event (a module's, or a seat's it holds; EMITTER.** for every event of one emitter), submit work
+to a seat. Asked of one of a module instance's two users what only the other may, the no names
+the other: its tools are served as serve.<machine>.<module>, everything else is done as
+mod.<machine>.<module>.
 
     meshc can person.bob call builder.build-now
-    meshc can mod.anchor.catalog serve catalog.lookup
+    meshc can serve.anchor.catalog serve catalog.lookup
     meshc can mod.forge.builder emit mesh-build-machine.built
     meshc can person.bob pub mesh.mod.builder.tool.build-now
 
@@ -96,7 +99,7 @@ func runCan(inv *invocation, args []string) int {
 		if near := suggest.Closest(name, names); near != "" {
 			hint = fmt.Sprintf("; did you mean %s?", near)
 		}
-		fmt.Fprintf(stderr, "meshc can: the catalogue has no bus user %q%s (users are mesh-controller, node.<machine>, mod.<machine>.<module>, enrol.<machine>, person.<name>)\n", name, hint)
+		fmt.Fprintf(stderr, "meshc can: the catalogue has no bus user %q%s (users are mesh-controller, node.<machine>, mod.<machine>.<module>, serve.<machine>.<module>, enrol.<machine>, person.<name>)\n", name, hint)
 		return exitCantRun
 	}
 	verb := verbOf(action)
@@ -110,6 +113,17 @@ func runCan(inv *invocation, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(stdout, "no: %s may not %s\n", u.Name, what)
+	if other := instanceUser(plan, u); other != nil {
+		if why := other.Why(action, subject); len(why) > 0 {
+			does := "does everything but serve its tools as its module user"
+			if other.Kind == compiler.KindServer {
+				does = "serves its tools as its serving user, on a second connection with a credential of its own"
+			}
+			fmt.Fprintf(stdout, "  %s may: a module's instance %s\n", other.Name, does)
+			writeWhy(stdout, *dir, why)
+			return exitFailed
+		}
+	}
 	if g, why, ok := u.Nearest(action, subject); ok {
 		fmt.Fprintf(stdout, "  nearest grant: %s: %s (grants %s)\n  it does not cover the subject: %s\n", g.Source.Under(*dir), g.Because, g.Permission(), why)
 	} else {
@@ -119,6 +133,27 @@ func runCan(inv *invocation, args []string) int {
 		fmt.Fprintf(stdout, "  (it may still answer a request it received on a tool it serves, once, at the request's reply subject: allow_responses)\n")
 	}
 	return exitFailed
+}
+
+// instanceUser is the other user of a module user's or a serving user's instance: the serving user
+// of a module user (nil when its module serves no tools), the module user of a serving user. The
+// two come from the one `runs:` entry that puts the module on its machine, so they share the
+// module and the declaration.
+func instanceUser(plan *compiler.Plan, u *compiler.User) *compiler.User {
+	want := compiler.KindServer
+	switch u.Kind {
+	case compiler.KindModule:
+	case compiler.KindServer:
+		want = compiler.KindModule
+	default:
+		return nil
+	}
+	for i := range plan.Users {
+		if o := &plan.Users[i]; o.Kind == want && o.Module == u.Module && o.Source == u.Source {
+			return o
+		}
+	}
+	return nil
 }
 
 func runWhoCan(inv *invocation, args []string) int {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,7 +30,8 @@ const contextHelp = `Usage: meshc context USER --server URL [--dir DIR] (--stdin
 
 Writes a NATS CLI context for one bus user of the catalogue in DIR, on a real bus: the server, the
 user's credential, and the inbox prefix its grant names (_INBOX.<user>), which every request of
-a restricted user needs and a context written by hand usually lacks. 'nats --context NAME …' and
+a restricted user needs and a context written by hand usually lacks (a serving user,
+serve.<machine>.<module>, has no inbox: it only answers, and its context names none). 'nats --context NAME …' and
 'meshc … --context NAME' then connect as that user. (meshc up writes one per user of its own bus.)
 
 The credential is what 'meshc mint USER' gave, piped in with --stdin so it never reaches a
@@ -45,7 +47,8 @@ credential is checked against what credentials.yaml records for USER (the hash, 
 the signing key), so a context for the wrong credential is never written.
 
 Then meshc connects with the context it wrote, as the user, and proves the server takes the
-credential and lets the user receive in its inbox; --no-check skips that (a bus not reachable
+credential and lets the user receive in its inbox (a serving user: takes the credential, since
+subscribing its tools would take a share of live calls); --no-check skips that (a bus not reachable
 from here, or one that does not have the user yet).
 
 Flags:
@@ -148,9 +151,13 @@ func runContext(inv *invocation, args []string) int {
 	side := strings.TrimSuffix(path, ".json")
 
 	ctx := map[string]string{
-		"description":  fmt.Sprintf("meshc context: %s on the %s mesh", user, plan.Account),
-		"url":          *server,
-		"inbox_prefix": compiler.InboxPrefix(user),
+		"description": fmt.Sprintf("meshc context: %s on the %s mesh", user, plan.Account),
+		"url":         *server,
+	}
+	replies := "no inbox: it only answers the calls it receives"
+	if u.HasInbox() {
+		ctx["inbox_prefix"] = compiler.InboxPrefix(user)
+		replies = "replies in " + compiler.InboxPrefix(user) + ".>"
 	}
 	if *domain != "" {
 		ctx["jetstream_domain"] = *domain
@@ -231,7 +238,7 @@ func runContext(inv *invocation, args []string) int {
 	if *name != "" {
 		ref = *name
 	}
-	fmt.Fprintf(stderr, "meshc context: wrote %s (%s): %s at %s, replies in %s.>\n", ref, path, user, *server, compiler.InboxPrefix(user))
+	fmt.Fprintf(stderr, "meshc context: wrote %s (%s): %s at %s, %s\n", ref, path, user, *server, replies)
 	if *sel && *name != "" {
 		if err := natscontext.SelectContext(*name); err != nil {
 			fmt.Fprintf(stderr, "meshc context: selecting %s: %v\n", *name, err)
@@ -239,11 +246,15 @@ func runContext(inv *invocation, args []string) int {
 		}
 	}
 	if !*noCheck {
-		if err := checkContext(path, user); err != nil {
+		if err := checkContext(path, u); err != nil {
 			fmt.Fprintf(stderr, "meshc context: the context is written, but connecting with it as %s failed: %v\n", user, err)
 			return exitFailed
 		}
-		fmt.Fprintf(stderr, "meshc context: connected as %s: the bus takes its credential and lets it receive in its inbox\n", user)
+		if u.HasInbox() {
+			fmt.Fprintf(stderr, "meshc context: connected as %s: the bus takes its credential and lets it receive in its inbox\n", user)
+		} else {
+			fmt.Fprintf(stderr, "meshc context: connected as %s: the bus takes its credential\n", user)
+		}
 	}
 	fmt.Fprintln(stdout, ref)
 	return exitOK
@@ -307,8 +318,10 @@ func credentialMismatch(plan *compiler.Plan, u *compiler.User, secret string, cr
 
 // checkContext connects with the context file as natscli would read it and subscribes in the
 // user's inbox: the server refuses a credential it does not have at connect, and an inbox the
-// grants do not name as a violation before the flush's answer.
-func checkContext(path, user string) error {
+// grants do not name as a violation before the flush's answer. A serving user, which has no
+// inbox, is checked by its connection alone: its only grants are its module's tools, and a
+// subscription to one would take a share of the live calls.
+func checkContext(path string, u *compiler.User) error {
 	nctx, err := natscontext.NewFromFile(path)
 	if err != nil {
 		return err
@@ -324,10 +337,18 @@ func checkContext(path, user string) error {
 		return err
 	}
 	defer nc.Close()
-	if _, err := nc.SubscribeSync(compiler.InboxPrefix(user) + ".meshc-context"); err != nil {
-		return err
+	if u.HasInbox() {
+		if _, err := nc.SubscribeSync(compiler.InboxPrefix(u.Name) + ".meshc-context"); err != nil {
+			return err
+		}
 	}
 	if err := nc.FlushTimeout(5 * time.Second); err != nil {
+		return err
+	}
+	// The client records a violation as the connection's last error while reading, before the
+	// flush's PONG; the error handler runs a moment later on a goroutine of its own, so it alone
+	// can miss one (docs/nats.md, "Denials arrive asynchronously").
+	if err := nc.LastError(); errors.Is(err, nats.ErrPermissionViolation) {
 		return err
 	}
 	select {

@@ -71,6 +71,22 @@ func TestAContextForOneUserOfARealBus(t *testing.T) {
 		t.Fatal("a context without the inbox prefix published and was acknowledged: the prefix proves nothing")
 	}
 
+	// A serving user has no inbox: its context names none, and the check is its connection.
+	const server = "serve.anchor.catalog"
+	code, _, errs = meshcIn(t, server+" "+pw[server]+"\n", "context", server, "--dir", dir, "--server", url, "--stdin", "--name", "serving")
+	if code != 0 || !strings.Contains(errs, "connected as "+server+": the bus takes its credential\n") {
+		t.Fatalf("meshc context for a serving user: %d %s", code, errs)
+	}
+	written = nil
+	data, err = os.ReadFile(filepath.Join(config, "nats", "context", "serving.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(data, &written)
+	if _, ok := written["inbox_prefix"]; ok || written["user"] != server {
+		t.Fatalf("the serving user's context holds %v", written)
+	}
+
 	// Not the recorded password: refused, nothing written.
 	code, _, errs = meshcIn(t, user+" hunter2\n", "context", user, "--dir", dir, "--server", url, "--stdin", "--name", "wrong")
 	if code != 1 || !strings.Contains(errs, "is not the one credentials.yaml records for "+user) {

@@ -22,7 +22,7 @@ const mintHelp = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
        meshc mint [--dir DIR] --revoke USER...
 
 Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
-enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
+serve.<node>.<module>, enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
 'USER PASSWORD' on stdout, one line each. With 'auth: nkey' in mesh.yaml it mints an nkey
 instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
 password is printed once and kept nowhere: hand it to whoever runs as that user now. Minting a
@@ -137,7 +137,7 @@ func runMint(inv *invocation, args []string) int {
 			if near := suggest.Closest(u, known); near != "" {
 				hint = fmt.Sprintf("; did you mean %s?", near)
 			}
-			fmt.Fprintf(stderr, "meshc mint: %s is not a bus user of this catalogue%s (users are derived: %s, node.<node>, mod.<node>.<module>, enrol.<node>, person.<name>; golden/permissions.md lists them)\n",
+			fmt.Fprintf(stderr, "meshc mint: %s is not a bus user of this catalogue%s (users are derived: %s, node.<node>, mod.<node>.<module>, serve.<node>.<module>, enrol.<node>, person.<name>; golden/permissions.md lists them)\n",
 				catalogue.Excerpt(u), hint, compiler.ControllerUser)
 			return exitFailed
 		}

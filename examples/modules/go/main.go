@@ -1,7 +1,7 @@
 // Command modules is the two modules of docs/modules.md ("Writing a module") written with nats.go,
 // run against their catalogue (../catalogue) on a bus meshc made:
 //
-//	MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… modules indexer
+//	MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… NATS_SERVE_PASSWORD=… modules indexer
 //	MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… modules uploader cat.jpg dog.jpg
 //
 // The indexer consumes the photos announced, serves the search and renders thumbnails until it is
@@ -51,9 +51,14 @@ func indexer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	serving, err := connectServing("indexer")
+	if err != nil {
+		return err
+	}
+	defer serving.Drain()
 	var mu sync.Mutex
 	var photos []string
-	if _, err := serveTool(nc, "indexer", "search", func(query []byte) []byte {
+	if _, err := serveTool(serving, "indexer", "search", func(query []byte) []byte {
 		mu.Lock()
 		defer mu.Unlock()
 		var found []string

@@ -1,7 +1,7 @@
 // The two modules of docs/modules.md ("Writing a module") written with nats.js, run against their
 // catalogue (../catalogue) on a bus meshc made:
 //
-//   MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… node main.mjs indexer
+//   MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… NATS_SERVE_PASSWORD=… node main.mjs indexer
 //   MESH_MACHINE=box NATS_URL=… NATS_PASSWORD=… node main.mjs uploader cat.jpg dog.jpg
 //
 // The indexer consumes the photos announced, serves the search and renders thumbnails until it is
@@ -10,7 +10,7 @@
 import { jetstream } from "@nats-io/jetstream";
 import { connect } from "./connect.mjs";
 import { consumeEvents, publishEvent } from "./events.mjs";
-import { callTool, serveTool } from "./tools.mjs";
+import { callTool, connectServing, serveTool } from "./tools.mjs";
 import { submitWork, takeWork } from "./work.mjs";
 
 const text = (data) => new TextDecoder().decode(data);
@@ -18,9 +18,10 @@ const text = (data) => new TextDecoder().decode(data);
 // indexer consumes uploader's photo.added, serves search, and holds the seat thumbnails.
 async function indexer() {
   const nc = await connect("indexer");
+  const serving = await connectServing("indexer");
   const js = jetstream(nc);
   const photos = [];
-  serveTool(nc, "indexer", "search", (query) => photos.filter((p) => p.includes(text(query))).join(" "));
+  serveTool(serving, "indexer", "search", (query) => photos.filter((p) => p.includes(text(query))).join(" "));
   const events = await consumeEvents(js, "indexer", (m) => {
     photos.push(text(m.data));
     console.log(`indexed ${text(m.data)}`);
@@ -28,6 +29,7 @@ async function indexer() {
   const work = await takeWork(js, "thumbnails", (m) => console.log(`rendered ${text(m.data)}`));
   console.log("indexer: ready");
   await new Promise((resolve) => ["SIGINT", "SIGTERM"].forEach((s) => process.once(s, resolve)));
+  await serving.drain();
   await events.stop();
   await work.stop();
   await nc.drain();
