@@ -92,10 +92,18 @@ type linter struct {
 	// scalar in one file, so it names the value.
 	marked map[catalogue.Pos]bool
 
-	// Candidate lists for "did you mean", sorted so the hint is the same on every run; built on
+	// Candidates for "did you mean", sorted so the hint is the same on every run; built on
 	// first use, since a clean catalogue never needs them. A name outside its grammar is never a
 	// candidate: "did you mean \"Stock\"?" suggests the very name the name finding refuses.
-	moduleNames, seatNames, emitterNames []string
+	// Indexed, because a catalogue may hold thousands of unknown names (suggest.Index).
+	moduleNames, seatNames, emitterNames *suggest.Index
+
+	// declared is what messages say of one emitter's events or one module's tools, gathered on
+	// first use: a finding at each of thousands of entries naming one module would otherwise
+	// gather them again each time.
+	declared map[declaredKey]*declaredNames
+	// held is, by module, what the seats it claims announce (heldEvents).
+	held map[string]held
 
 	// doubtful holds the names a broken declaration may stand for: modules whose manifest has a
 	// loader error, the file name of a manifest that could not be read (modules/old.yml says
@@ -167,44 +175,77 @@ func (l *linter) canonical(m *catalogue.Module) bool {
 // running reports whether the inventory runs a module anywhere.
 func (l *linter) running(module string) bool { return len(l.ix.Running[module]) > 0 }
 
-// didYouMean is "; did you mean %q?" when a candidate is close, else "".
-func didYouMean(word string, candidates []string) string {
-	if near := suggest.Closest(word, candidates); near != "" {
+// didYouMean is "; did you mean %q?" when near (a candidate suggest found) is one, else "".
+func didYouMean(near string) string {
+	if near != "" {
 		return fmt.Sprintf("; did you mean %q?", catalogue.Excerpt(near))
 	}
 	return ""
 }
 
-// meant is " (did you mean %q?)" when a candidate is close, else "", for the middle of a sentence.
-func meant(word string, candidates []string) string {
-	if near := suggest.Closest(word, candidates); near != "" {
+// meant is " (did you mean %q?)" when near is a candidate, else "", for the middle of a sentence.
+func meant(near string) string {
+	if near != "" {
 		return fmt.Sprintf(" (did you mean %q?)", catalogue.Excerpt(near))
 	}
 	return ""
 }
 
-func (l *linter) modules() []string {
+func (l *linter) modules() *suggest.Index {
 	if l.moduleNames == nil {
-		l.moduleNames = slices.DeleteFunc(sortedKeys(l.ix.Modules), func(n string) bool { return !validName(n) })
+		l.moduleNames = suggest.NewIndex(l.validModules())
 	}
 	return l.moduleNames
 }
 
-func (l *linter) seats() []string {
+func (l *linter) validModules() []string {
+	return slices.DeleteFunc(sortedKeys(l.ix.Modules), func(n string) bool { return !validName(n) })
+}
+
+func (l *linter) validSeats() []string {
+	return slices.DeleteFunc(sortedKeys(l.ix.Seats), func(n string) bool { return !validName(n) })
+}
+
+func (l *linter) seats() *suggest.Index {
 	if l.seatNames == nil {
-		l.seatNames = slices.DeleteFunc(sortedKeys(l.ix.Seats), func(n string) bool { return !validName(n) })
+		l.seatNames = suggest.NewIndex(l.validSeats())
 	}
 	return l.seatNames
 }
 
 // emitters are every name a consumed event may start with: modules and seats.
-func (l *linter) emitters() []string {
+func (l *linter) emitters() *suggest.Index {
 	if l.emitterNames == nil {
-		l.emitterNames = slices.Concat(l.modules(), l.seats())
-		slices.Sort(l.emitterNames)
-		l.emitterNames = slices.Compact(l.emitterNames)
+		names := slices.Concat(l.validModules(), l.validSeats())
+		slices.Sort(names)
+		l.emitterNames = suggest.NewIndex(slices.Compact(names))
 	}
 	return l.emitterNames
+}
+
+// declaredKey names one list a message may quote: a module's or a seat's events, a module's tools.
+type declaredKey struct {
+	what, name string
+}
+
+// declaredNames is one such list, as declared, and its hints.
+type declaredNames struct {
+	names []string
+	hints *suggest.Index
+}
+
+// declaredList gathers the list of key once per run.
+func (l *linter) declaredList(key declaredKey, ts []catalogue.Text) *declaredNames {
+	if d := l.declared[key]; d != nil {
+		return d
+	}
+	if l.declared == nil {
+		l.declared = map[declaredKey]*declaredNames{}
+	}
+	names := values(ts)
+	d := &declaredNames{names: names, hints: suggest.NewIndex(names)}
+	l.declared[key] = d
+	return d
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -214,6 +255,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// listed is how many names a message about one entry quotes of a list it cites: a module may
+// declare thousands of events, and a finding at each of thousands of entries naming it, each
+// quoting them all, would write a quadratic report.
+const listed = 8
+
+// some writes names as list does, the first few of a long list and how many more there are.
+func some(names []string) string {
+	if len(names) <= listed {
+		return list(names)
+	}
+	return list(append(slices.Clip(names[:listed]), fmt.Sprintf("%d more", len(names)-listed)))
 }
 
 // list writes names as `a, b and c` for a message, each as an excerpt.
