@@ -72,14 +72,25 @@ func Minimise(subjects []string) []string {
 	if len(wild) == 0 {
 		return out
 	}
+	covered := func(s string) bool {
+		return slices.ContainsFunc(wild, func(w string) bool { return w != s && Covers(w, s) })
+	}
+	// A few wildcards, as nearly every user has, are faster scanned than indexed.
+	if len(wild) > indexedWildcards {
+		covered = newCoverIndex(wild).coversOther
+	}
 	kept := out[:0]
 	for _, s := range out {
-		if !slices.ContainsFunc(wild, func(w string) bool { return w != s && Covers(w, s) }) {
+		if !covered(s) {
 			kept = append(kept, s)
 		}
 	}
 	return kept
 }
+
+// indexedWildcards is how many wildcards Minimise compares each subject with one by one before
+// it indexes them (coverIndex).
+const indexedWildcards = 16
 
 // Witness returns one concrete subject that two overlapping patterns both match.
 func Witness(a, b string) string {
