@@ -1,20 +1,26 @@
 package compiler
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// coverIndex answers Minimise's question for a long list of wildcard patterns: does a pattern
-// of the list other than s cover s, by Covers' token rule. Comparing every subject with every
-// wildcard is quadratic in a user's wildcard grants — a module holding thousands of seats that
-// accept work has two ack patterns per seat, and 5,000 such seats took 10 s to compile — so the
-// patterns are held token by token in a trie, and a subject walks it along the branches that
-// can cover it: its own token, `*`, and a `>` that ends the walk. Each node is met at most once
-// per subject, at the depth of its tokens. TestCoverIndexIsCovers holds it to Covers.
+// coverIndex finds, among many patterns, every one that covers a subject by Covers' token rule.
+// Comparing each of a list's subjects with each of its patterns is quadratic: a module holding
+// thousands of seats that accept work has two ack patterns per seat, and 5,000 such seats took
+// 10 s to compile; the review compared every subject a user gains or loses with every one of its
+// grants. So the patterns are held token by token in a trie, and a subject walks it along the
+// branches that can cover it — its own token, `*`, and a `>`, which covers whatever follows —
+// meeting each node at most once, at the depth of its tokens. TestCoverIndexIsCovers holds it to
+// Covers.
 type coverIndex struct {
-	steps map[coverStep]int32
-	// through counts the patterns whose path passes through (or ends at) each node.
-	through []int32
-	// ends is set at the last node of a pattern.
-	ends []bool
+	patterns []string
+	steps    map[coverStep]int32
+	nodes    int32
+	// ends holds, by node, the patterns whose last token it is.
+	ends map[int32][]int32
+	// through holds, by node of a `>` token, every pattern whose path passes through it.
+	through map[int32][]int32
 }
 
 type coverStep struct {
@@ -22,75 +28,85 @@ type coverStep struct {
 	token string
 }
 
+// indexed is how long a list of patterns is compared one by one before an index is worth
+// building (nearly every user's grants are a few).
+const indexed = 16
+
 func newCoverIndex(patterns []string) *coverIndex {
-	x := &coverIndex{steps: make(map[coverStep]int32, 4*len(patterns)), through: []int32{0}, ends: []bool{false}}
-	for _, p := range patterns {
+	x := &coverIndex{patterns: patterns, steps: make(map[coverStep]int32, 4*len(patterns)), nodes: 1,
+		ends: make(map[int32][]int32, len(patterns)), through: map[int32][]int32{}}
+	for i, p := range patterns {
 		var n int32
 		for tok := range strings.SplitSeq(p, ".") {
 			next, ok := x.steps[coverStep{n, tok}]
 			if !ok {
-				next = int32(len(x.ends))
+				next = x.nodes
+				x.nodes++
 				x.steps[coverStep{n, tok}] = next
-				x.through = append(x.through, 0)
-				x.ends = append(x.ends, false)
 			}
-			x.through[next]++
+			if tok == ">" {
+				x.through[next] = append(x.through[next], int32(i))
+			}
 			n = next
 		}
-		x.ends[n] = true
+		x.ends[n] = append(x.ends[n], int32(i))
 	}
 	return x
 }
 
-// coversOther reports whether a pattern of the index other than s itself covers s. The
-// patterns must be distinct (Minimise compacts them first).
-func (x *coverIndex) coversOther(s string) bool {
-	return x.covers(0, s, true, x.holds(s))
+// each calls f with the place of every pattern that covers s, each once, until f returns false.
+func (x *coverIndex) each(s string, f func(i int) bool) bool {
+	return x.walk(0, s, f)
 }
 
-// holds reports whether s is one of the patterns.
-func (x *coverIndex) holds(s string) bool {
-	var n int32
-	for tok := range strings.SplitSeq(s, ".") {
-		next, ok := x.steps[coverStep{n, tok}]
-		if !ok {
-			return false
-		}
-		n = next
-	}
-	return x.ends[n]
-}
-
-// covers walks from node n with the rest of s; exact is set while the path spells s's own
-// tokens, so that the pattern s itself, when indexed (self), is not taken to cover s.
-func (x *coverIndex) covers(n int32, rest string, exact, self bool) bool {
-	tok, more := rest, ""
-	last := true
+func (x *coverIndex) walk(n int32, rest string, f func(i int) bool) bool {
+	tok, more, last := rest, "", true
 	if i := strings.IndexByte(rest, '.'); i >= 0 {
 		tok, more, last = rest[:i], rest[i+1:], false
 	}
-	// A `>` covers whatever follows it, at least this one token.
+	// A `>` covers whatever follows it, at least this one token: every pattern through it.
 	if next, ok := x.steps[coverStep{n, ">"}]; ok {
-		if !(exact && tok == ">" && self) || x.through[next] > 1 {
-			return true
+		for _, i := range x.through[next] {
+			if !f(int(i)) {
+				return false
+			}
 		}
 	}
 	if tok == ">" {
-		return false // only a `>` covers a `>`
+		return true // only a `>` covers a `>`
 	}
-	follow := func(next int32, exact bool) bool {
-		if last {
-			return x.ends[next] && !exact
+	follow := func(next int32) bool {
+		if !last {
+			return x.walk(next, more, f)
 		}
-		return x.covers(next, more, exact, self)
-	}
-	if next, ok := x.steps[coverStep{n, "*"}]; ok && follow(next, exact && tok == "*") {
+		for _, i := range x.ends[next] {
+			if !f(int(i)) {
+				return false
+			}
+		}
 		return true
 	}
+	if next, ok := x.steps[coverStep{n, "*"}]; ok && !follow(next) {
+		return false
+	}
 	if tok != "*" {
-		if next, ok := x.steps[coverStep{n, tok}]; ok && follow(next, exact) {
-			return true
+		if next, ok := x.steps[coverStep{n, tok}]; ok && !follow(next) {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+// any reports whether a pattern other than the subject itself covers it, where other says which.
+func (x *coverIndex) any(s string, other func(i int) bool) bool {
+	return !x.each(s, func(i int) bool { return !other(i) })
+}
+
+// coveredBy returns the question "does a pattern of wide cover this subject", for many subjects.
+func coveredBy(wide []string) func(s string) bool {
+	if len(wide) <= indexed {
+		return func(s string) bool { return slices.ContainsFunc(wide, func(w string) bool { return Covers(w, s) }) }
+	}
+	x := newCoverIndex(wide)
+	return func(s string) bool { return x.any(s, func(int) bool { return true }) }
 }

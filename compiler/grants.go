@@ -143,6 +143,37 @@ func (u *User) Why(a Action, subject string) []Grant {
 	return out
 }
 
+// whyEach is Why for many subjects of one action: the review asks it of every subject a user
+// gains or loses, and a user of thousands of grants made that quadratic, so past a few grants
+// they are indexed (coverIndex). Its answers are Why's, in declaration order.
+func (u *User) whyEach(a Action) func(subject string) []Grant {
+	gs := u.grants(a)
+	if len(gs) <= indexed {
+		return func(subject string) []Grant { return u.Why(a, subject) }
+	}
+	subjects := make([]string, len(gs))
+	for i, g := range gs {
+		subjects[i] = g.Subject
+	}
+	x := newCoverIndex(subjects)
+	return func(subject string) []Grant {
+		subject, queue := SplitQueue(subject)
+		var at []int
+		x.each(subject, func(i int) bool {
+			if q := gs[i].Queue; q == "" || q == queue {
+				at = append(at, i)
+			}
+			return true
+		})
+		slices.Sort(at)
+		var out []Grant
+		for _, i := range at {
+			out = append(out, gs[i])
+		}
+		return out
+	}
+}
+
 func (u *User) grants(a Action) []Grant {
 	if a == Subscribe {
 		return u.Grants.Subscribe

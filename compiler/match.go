@@ -76,8 +76,9 @@ func Minimise(subjects []string) []string {
 		return slices.ContainsFunc(wild, func(w string) bool { return w != s && Covers(w, s) })
 	}
 	// A few wildcards, as nearly every user has, are faster scanned than indexed.
-	if len(wild) > indexedWildcards {
-		covered = newCoverIndex(wild).coversOther
+	if len(wild) > indexed {
+		x := newCoverIndex(wild)
+		covered = func(s string) bool { return x.any(s, func(i int) bool { return wild[i] != s }) }
 	}
 	kept := out[:0]
 	for _, s := range out {
@@ -87,10 +88,6 @@ func Minimise(subjects []string) []string {
 	}
 	return kept
 }
-
-// indexedWildcards is how many wildcards Minimise compares each subject with one by one before
-// it indexes them (coverIndex).
-const indexedWildcards = 16
 
 // Witness returns one concrete subject that two overlapping patterns both match.
 func Witness(a, b string) string {
