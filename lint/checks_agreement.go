@@ -27,10 +27,10 @@ var (
 // in the filter's length rather than in the set's size.
 type subjectSet struct {
 	exact map[string]bool
-	// tree holds every subject token by token: a filter P.> matches something exactly when P
-	// is a proper prefix of one of them.
-	tree tokenTree
-	all  []string
+	// prefixes holds every proper token prefix of every subject, token by token: a filter P.>
+	// matches something exactly when P is one of them.
+	prefixes tokenTree
+	all      []string
 	// starred caches the answer for filters holding `*`: only `**` derives one, so there are at
 	// most a couple of distinct ones, each matched once against the whole set.
 	starred map[string]bool
@@ -39,10 +39,12 @@ type subjectSet struct {
 func newSubjectSet(subjects []string) *subjectSet {
 	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
 	// thousands, and growing the maps step by step rehashed them over and over.
-	s := &subjectSet{exact: make(map[string]bool, len(subjects)), tree: newTokenTree(len(subjects)), starred: map[string]bool{}}
+	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: newTokenTree(len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
-		s.tree.add(sub)
+		if i := strings.LastIndexByte(sub, '.'); i >= 0 {
+			s.prefixes.add(sub[:i])
+		}
 	}
 	s.all = subjects
 	return s
@@ -59,8 +61,8 @@ func (s *subjectSet) matches(filter string) bool {
 		return hit
 	}
 	if p, ok := strings.CutSuffix(filter, ".>"); ok {
-		n, found := s.tree.find(p)
-		return found && s.tree.nodes[n].inner
+		_, found := s.prefixes.find(p)
+		return found
 	}
 	return s.exact[filter]
 }
@@ -68,15 +70,16 @@ func (s *subjectSet) matches(filter string) bool {
 // filterSet answers "does any of these filters match this subject".
 type filterSet struct {
 	exact map[string]bool
-	// wide holds P for every filter P.>, token by token, each P's last node marked.
-	wide tokenTree
+	// wide holds P for every filter P.>, token by token; wideEnds marks each P's last token.
+	wide     tokenTree
+	wideEnds map[int32]bool
 	// starred are the distinct filters holding `*`.
 	starred []string
 }
 
 // newFilterSet makes a set for about n filters.
 func newFilterSet(n int) *filterSet {
-	return &filterSet{exact: make(map[string]bool, n), wide: newTokenTree(0)}
+	return &filterSet{exact: make(map[string]bool, n), wide: newTokenTree(0), wideEnds: map[int32]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -86,7 +89,7 @@ func (f *filterSet) add(filter string) {
 			f.starred = append(f.starred, filter)
 		}
 	case wide:
-		f.wide.nodes[f.wide.add(p)].end = true
+		f.wideEnds[f.wide.add(p)] = true
 	default:
 		f.exact[filter] = true
 	}
@@ -96,16 +99,16 @@ func (f *filterSet) matches(subject string) bool {
 	if f.exact[subject] {
 		return true
 	}
-	// A wide filter whose prefix is a proper prefix of the subject: walk the subject's tokens
-	// but its last.
-	if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+	// A wide filter whose P is a proper prefix of the subject: walk the subject's tokens but
+	// its last.
+	if i := strings.LastIndexByte(subject, '.'); i >= 0 && len(f.wideEnds) > 0 {
 		n := root
 		for tok := range strings.SplitSeq(subject[:i], ".") {
 			next, ok := f.wide.next(n, tok)
 			if !ok {
 				break
 			}
-			if n = next; f.wide.nodes[n].end {
+			if n = next; f.wideEnds[n] {
 				return true
 			}
 		}
@@ -119,7 +122,7 @@ func (f *filterSet) matches(subject string) bool {
 // a long event name (one of 400,000 tokens took 9 s to lint).
 type tokenTree struct {
 	steps map[tokenStep]int32
-	nodes []tokenNode
+	nodes int32
 }
 
 type tokenStep struct {
@@ -127,19 +130,12 @@ type tokenStep struct {
 	token string
 }
 
-type tokenNode struct {
-	// inner is set when the node has a child: its prefix is a proper prefix of a subject added.
-	inner bool
-	// end is set by the tree's user: filterSet marks the last token of a wide filter's prefix.
-	end bool
-}
-
 // root is the node of the empty prefix.
 const root int32 = 0
 
 // newTokenTree makes a tree for about n subjects.
 func newTokenTree(n int) tokenTree {
-	return tokenTree{steps: make(map[tokenStep]int32, 2*n), nodes: make([]tokenNode, 1, 2*n+1)}
+	return tokenTree{steps: make(map[tokenStep]int32, n), nodes: 1}
 }
 
 // add adds a subject and returns the node of its last token.
@@ -148,11 +144,10 @@ func (t *tokenTree) add(subject string) int32 {
 	for tok := range strings.SplitSeq(subject, ".") {
 		next, ok := t.steps[tokenStep{n, tok}]
 		if !ok {
-			next = int32(len(t.nodes))
-			t.nodes = append(t.nodes, tokenNode{})
+			next = t.nodes
+			t.nodes++
 			t.steps[tokenStep{n, tok}] = next
 		}
-		t.nodes[n].inner = true
 		n = next
 	}
 	return n
