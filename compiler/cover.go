@@ -97,9 +97,14 @@ func (x *coverIndex) walk(n int32, rest string, f func(i int) bool) bool {
 	return true
 }
 
-// any reports whether a pattern other than the subject itself covers it, where other says which.
-func (x *coverIndex) any(s string, other func(i int) bool) bool {
-	return !x.each(s, func(i int) bool { return !other(i) })
+// coversOther reports whether a pattern other than s itself covers s.
+func (x *coverIndex) coversOther(s string) bool {
+	return !x.each(s, func(i int) bool { return x.patterns[i] == s })
+}
+
+// covers reports whether a pattern covers s.
+func (x *coverIndex) covers(s string) bool {
+	return !x.each(s, func(int) bool { return false })
 }
 
 // coveredBy returns the question "does a pattern of wide cover this subject", for many subjects.
@@ -107,6 +112,5 @@ func coveredBy(wide []string) func(s string) bool {
 	if len(wide) <= indexed {
 		return func(s string) bool { return slices.ContainsFunc(wide, func(w string) bool { return Covers(w, s) }) }
 	}
-	x := newCoverIndex(wide)
-	return func(s string) bool { return x.any(s, func(int) bool { return true }) }
+	return newCoverIndex(wide).covers
 }

@@ -72,17 +72,20 @@ func Minimise(subjects []string) []string {
 	if len(wild) == 0 {
 		return out
 	}
-	covered := func(s string) bool {
-		return slices.ContainsFunc(wild, func(w string) bool { return w != s && Covers(w, s) })
-	}
 	// A few wildcards, as nearly every user has, are faster scanned than indexed.
+	var x *coverIndex
 	if len(wild) > indexed {
-		x := newCoverIndex(wild)
-		covered = func(s string) bool { return x.any(s, func(i int) bool { return wild[i] != s }) }
+		x = newCoverIndex(slices.Clone(wild)) // a copy: wild stays on the stack in the common case
 	}
 	kept := out[:0]
 	for _, s := range out {
-		if !covered(s) {
+		var covered bool
+		if x != nil {
+			covered = x.coversOther(s)
+		} else {
+			covered = slices.ContainsFunc(wild, func(w string) bool { return w != s && Covers(w, s) })
+		}
+		if !covered {
 			kept = append(kept, s)
 		}
 	}
