@@ -27,23 +27,40 @@ var (
 // in the filter's length rather than in the set's size.
 type subjectSet struct {
 	exact map[string]bool
-	// prefixes holds every proper token prefix of every subject, token by token: a filter P.>
-	// matches something exactly when P is one of them.
-	prefixes tokenTree
+	// prefixes holds every proper token prefix of every subject: a filter P.> matches something
+	// exactly when P is one of them. Up to mappedTokens tokens in a map of the prefixes
+	// themselves; longer ones token by token in long (mappedTokens).
+	prefixes map[string]bool
+	long     tokenTree
 	all      []string
 	// starred caches the answer for filters holding `*`: only `**` derives one, so there are at
 	// most a couple of distinct ones, each matched once against the whole set.
 	starred map[string]bool
 }
 
+// mappedTokens is how many tokens a prefix the agreement sets hold whole in a map may have:
+// hashing a subject's every prefix whole costs its length once per token, which is quadratic
+// in a long event name (400,000 tokens took 9 s to lint), so past this many a prefix is held
+// token by token in a trie (tokenTree), slower than the map for the short subjects nearly every
+// catalogue has.
+const mappedTokens = 16
+
 func newSubjectSet(subjects []string) *subjectSet {
 	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
 	// thousands, and growing the maps step by step rehashed them over and over.
-	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: newTokenTree(len(subjects)), starred: map[string]bool{}}
+	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: make(map[string]bool, len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
-		if i := strings.LastIndexByte(sub, '.'); i >= 0 {
-			s.prefixes.add(sub[:i])
+		dots := 0
+		for i := 0; i < len(sub); i++ {
+			if sub[i] != '.' {
+				continue
+			}
+			if dots++; dots > mappedTokens {
+				s.long.add(sub[:strings.LastIndexByte(sub, '.')])
+				break
+			}
+			s.prefixes[sub[:i]] = true
 		}
 	}
 	s.all = subjects
@@ -61,7 +78,10 @@ func (s *subjectSet) matches(filter string) bool {
 		return hit
 	}
 	if p, ok := strings.CutSuffix(filter, ".>"); ok {
-		_, found := s.prefixes.find(p)
+		if strings.Count(p, ".") < mappedTokens {
+			return s.prefixes[p]
+		}
+		_, found := s.long.find(p)
 		return found
 	}
 	return s.exact[filter]
@@ -70,16 +90,18 @@ func (s *subjectSet) matches(filter string) bool {
 // filterSet answers "does any of these filters match this subject".
 type filterSet struct {
 	exact map[string]bool
-	// wide holds P for every filter P.>, token by token; wideEnds marks each P's last token.
-	wide     tokenTree
-	wideEnds map[int32]bool
+	// wide holds P for every filter P.> of up to mappedTokens tokens, and long, token by token,
+	// every longer P, each P's last node marked in longEnds.
+	wide     map[string]bool
+	long     tokenTree
+	longEnds map[int32]bool
 	// starred are the distinct filters holding `*`.
 	starred []string
 }
 
 // newFilterSet makes a set for about n filters.
 func newFilterSet(n int) *filterSet {
-	return &filterSet{exact: make(map[string]bool, n), wide: newTokenTree(0), wideEnds: map[int32]bool{}}
+	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}, longEnds: map[int32]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -88,8 +110,10 @@ func (f *filterSet) add(filter string) {
 		if !slices.Contains(f.starred, filter) {
 			f.starred = append(f.starred, filter)
 		}
+	case wide && strings.Count(p, ".") < mappedTokens:
+		f.wide[p] = true
 	case wide:
-		f.wideEnds[f.wide.add(p)] = true
+		f.longEnds[f.long.add(p)] = true
 	default:
 		f.exact[filter] = true
 	}
@@ -99,17 +123,27 @@ func (f *filterSet) matches(subject string) bool {
 	if f.exact[subject] {
 		return true
 	}
-	// A wide filter whose P is a proper prefix of the subject: walk the subject's tokens but
-	// its last.
-	if i := strings.LastIndexByte(subject, '.'); i >= 0 && len(f.wideEnds) > 0 {
-		n := root
-		for tok := range strings.SplitSeq(subject[:i], ".") {
-			next, ok := f.wide.next(n, tok)
-			if !ok {
-				break
-			}
-			if n = next; f.wideEnds[n] {
+	// A wide filter whose P is a proper prefix of the subject: its first prefixes in the map,
+	// the longer ones along the trie.
+	dots := 0
+	for i := 0; i < len(subject) && dots < mappedTokens; i++ {
+		if subject[i] == '.' {
+			if dots++; f.wide[subject[:i]] {
 				return true
+			}
+		}
+	}
+	if len(f.longEnds) > 0 {
+		if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+			n := root
+			for tok := range strings.SplitSeq(subject[:i], ".") {
+				next, ok := f.long.next(n, tok)
+				if !ok {
+					break
+				}
+				if n = next; f.longEnds[n] {
+					return true
+				}
 			}
 		}
 	}
@@ -117,9 +151,8 @@ func (f *filterSet) matches(subject string) bool {
 }
 
 // tokenTree is a trie of subjects by token, held in one map from a node and a token to the
-// next node. Walking a subject through it costs the subject's length once; looking each of its
-// prefixes up whole in a map of prefixes costs its length once per token, which is quadratic in
-// a long event name (one of 400,000 tokens took 9 s to lint).
+// next node: walking a subject through it costs the subject's length once. Its zero value is
+// an empty tree.
 type tokenTree struct {
 	steps map[tokenStep]int32
 	nodes int32
@@ -133,13 +166,11 @@ type tokenStep struct {
 // root is the node of the empty prefix.
 const root int32 = 0
 
-// newTokenTree makes a tree for about n subjects.
-func newTokenTree(n int) tokenTree {
-	return tokenTree{steps: make(map[tokenStep]int32, n), nodes: 1}
-}
-
 // add adds a subject and returns the node of its last token.
 func (t *tokenTree) add(subject string) int32 {
+	if t.steps == nil {
+		t.steps, t.nodes = map[tokenStep]int32{}, 1
+	}
 	n := root
 	for tok := range strings.SplitSeq(subject, ".") {
 		next, ok := t.steps[tokenStep{n, tok}]
