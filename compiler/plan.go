@@ -45,7 +45,14 @@ type Plan struct {
 
 	// checked is set by Check when the plan passes it.
 	checked bool
+	// bare is set for a plan compiled without its explanations (CompileBare).
+	bare bool
 }
+
+// Explained reports whether the plan holds its explanations: each user's Grants and each
+// consumer's Reads. A plan from CompileBare does not; explaining a permission or reviewing a
+// change needs one from Compile.
+func (p *Plan) Explained() bool { return !p.bare }
 
 // User returns the plan's user of that name, or nil.
 func (p *Plan) User(name string) *User {

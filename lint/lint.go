@@ -21,7 +21,7 @@ import (
 // Run asks the compiler for its findings alone (compiler.Findings): a caller that goes on to use
 // the plan calls Check.
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
-	findings, _ := lintCatalogue(c, loaded, false)
+	findings, _ := lintCatalogue(c, loaded, findingsOnly)
 	return findings
 }
 
@@ -29,10 +29,25 @@ func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 // goes on to emit or apply does not compile the catalogue a second time. The plan is only worth
 // using when the findings hold no error.
 func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
-	return lintCatalogue(c, loaded, true)
+	return lintCatalogue(c, loaded, explainedPlan)
 }
 
-func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool) (catalogue.Findings, *compiler.Plan) {
+// CheckBare is Check with the plan compiled without its explanations (compiler.CompileBare):
+// what `meshc emit` renders, for less of the compiler's and the collector's work.
+func CheckBare(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
+	return lintCatalogue(c, loaded, barePlan)
+}
+
+// planned is what a lint asks the compiler for beside its checks.
+type planned int
+
+const (
+	findingsOnly planned = iota
+	explainedPlan
+	barePlan
+)
+
+func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, want planned) (catalogue.Findings, *compiler.Plan) {
 	l := &linter{ix: catalogue.NewIndex(c), loaded: loaded, marked: map[catalogue.Pos]bool{}}
 
 	// The compiler only reads the catalogue and its index, as the checks below do, so it runs
@@ -43,12 +58,16 @@ func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool)
 	}
 	compiled := make(chan compilation, 1)
 	go func() {
-		if !plan {
+		switch want {
+		case findingsOnly:
 			compiled <- compilation{nil, compiler.Findings(l.ix)}
-			return
+		case barePlan:
+			p, f := compiler.CompileBare(l.ix)
+			compiled <- compilation{p, f}
+		default:
+			p, f := compiler.Compile(l.ix)
+			compiled <- compilation{p, f}
 		}
-		p, f := compiler.Compile(l.ix)
-		compiled <- compilation{p, f}
 	}()
 
 	// One value at a time: grammar, reserved names, subjects where names belong.
