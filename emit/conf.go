@@ -91,11 +91,16 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
 	if len(p.Accounts) == 0 {
-		writeAccount(&b, *p.MeshAccount(), p.Users)
+		users := make([]*compiler.User, len(p.Users))
+		for i := range p.Users {
+			users[i] = &p.Users[i]
+		}
+		writeAccount(&b, *p.MeshAccount(), users)
 	} else {
-		byAccount := map[string][]compiler.User{}
-		for _, u := range p.Users {
-			byAccount[u.Account] = append(byAccount[u.Account], u)
+		// Pointers, not copies: a user is hundreds of bytes, and 18,000 of them at 10,000 modules.
+		byAccount := make(map[string][]*compiler.User, len(p.Accounts))
+		for i := range p.Users {
+			byAccount[p.Users[i].Account] = append(byAccount[p.Users[i].Account], &p.Users[i])
 		}
 		for _, a := range p.Accounts {
 			writeAccount(&b, a, byAccount[a.Name])
@@ -107,7 +112,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 
 // writeAccount writes one account's block: JetStream for the mesh's own, its users, and what it
 // exports and imports (docs/nats.md, "What each flow needs").
-func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
+func writeAccount(b *bytes.Buffer, a compiler.Account, users []*compiler.User) {
 	b.WriteString("  ")
 	writeQuoted(b, a.Name)
 	b.WriteString(" {\n")
@@ -248,11 +253,14 @@ func checked(p *compiler.Plan) error {
 	return p.Check()
 }
 
+// userIn is how deep a user's fields stand in accounts.conf.
+const userIn = "        "
+
 // writeUser writes one user's block. Every value goes through writeQuoted straight into the
 // buffer: at 10,000 modules that is hundreds of thousands of subjects, and a string per quoted
 // subject was most of what rendering allocated.
-func writeUser(b *bytes.Buffer, u compiler.User) {
-	const in = "        "
+func writeUser(b *bytes.Buffer, u *compiler.User) {
+	const in = userIn
 	if u.NKey != "" {
 		// An nkey user has no name in the file: the comment says whose key it is.
 		b.WriteString("      # ")
@@ -266,8 +274,8 @@ func writeUser(b *bytes.Buffer, u compiler.User) {
 		writeQuoted(b, u.Hash)
 	}
 	b.WriteString("\n" + in + "permissions: {\n")
-	writePermission(b, in+"  ", "publish", u.Publish)
-	writePermission(b, in+"  ", "subscribe", u.Subscribe)
+	writePermission(b, "publish", u.Publish)
+	writePermission(b, "subscribe", u.Subscribe)
 	if u.AllowResponses {
 		b.WriteString(in + "  allow_responses: true\n")
 	}
@@ -275,34 +283,47 @@ func writeUser(b *bytes.Buffer, u compiler.User) {
 }
 
 // writePermission writes the allow and deny lists that are not empty; an empty one is left out,
-// never written `[]` (compiler.Plan.Check has made sure leaving it out narrows nothing).
-func writePermission(b *bytes.Buffer, in, dir string, perm compiler.Permission) {
-	b.WriteString(in + dir + ": {\n")
-	writeList(b, in+"  ", "allow", perm.Allow)
-	writeList(b, in+"  ", "deny", perm.Deny)
-	b.WriteString(in + "}\n")
+// never written `[]` (compiler.Plan.Check has made sure leaving it out narrows nothing). The
+// indentation is a constant of writeUser's: every piece goes into the buffer as it is, a string
+// put together per user and list being most of what rendering the file allocated.
+func writePermission(b *bytes.Buffer, dir string, perm compiler.Permission) {
+	b.WriteString(permissionIn)
+	b.WriteString(dir)
+	b.WriteString(": {\n")
+	writeList(b, "allow", perm.Allow)
+	writeList(b, "deny", perm.Deny)
+	b.WriteString(permissionIn + "}\n")
 }
+
+// permissionIn is how deep writeUser's permissions stand, and listIn their lists.
+const (
+	permissionIn = userIn + "  "
+	listIn       = permissionIn + "  "
+)
 
 // writeList writes one subject on one line and several one per line, so a changed manifest
 // changes the lines of the subjects it changed and no others.
-func writeList(b *bytes.Buffer, in, key string, subjects []string) {
+func writeList(b *bytes.Buffer, key string, subjects []string) {
 	switch len(subjects) {
 	case 0:
 		return
 	case 1:
-		b.WriteString(in + key + ": [")
+		b.WriteString(listIn)
+		b.WriteString(key)
+		b.WriteString(": [")
 		writeQuoted(b, subjects[0])
 		b.WriteString("]\n")
 		return
 	}
-	b.WriteString(in + key + ": [\n")
+	b.WriteString(listIn)
+	b.WriteString(key)
+	b.WriteString(": [\n")
 	for _, s := range subjects {
-		b.WriteString(in)
-		b.WriteString("  ")
+		b.WriteString(listIn + "  ")
 		writeQuoted(b, s)
 		b.WriteByte('\n')
 	}
-	b.WriteString(in + "]\n")
+	b.WriteString(listIn + "]\n")
 }
 
 // confQuote double-quotes s with the config format's own escapes: \t \n \r \" \\ and \xHH, the
