@@ -3,6 +3,8 @@ package emit
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
 	"testing"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -50,6 +52,23 @@ func TestABarePlanRendersAsTheWholeOne(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// derivedAccountName accepts exactly what its expression does: random strings over the letters
+// it allows and some it does not.
+func TestDerivedAccountNameIsItsExpression(t *testing.T) {
+	expr := regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	rng := rand.New(rand.NewPCG(11, 12))
+	const letters = "aZ09_.-\"\\ é\x00\n/"
+	for range 20_000 {
+		b := []byte{}
+		for range rng.IntN(6) {
+			b = append(b, letters[rng.IntN(len(letters))])
+		}
+		if got, want := derivedAccountName(string(b)), expr.MatchString(string(b)); got != want {
+			t.Fatalf("derivedAccountName(%q) = %v, the expression says %v", b, got, want)
 		}
 	}
 }
