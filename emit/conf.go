@@ -222,7 +222,8 @@ func writeInline(b *bytes.Buffer, in string, list []string) {
 		writeQuoted(b, s)
 		b.WriteByte('\n')
 	}
-	b.WriteString(in[:len(in)-2] + "]")
+	b.WriteString(in[:len(in)-2])
+	b.WriteByte(']')
 }
 
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
