@@ -3,6 +3,7 @@ package compiler
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -92,11 +93,21 @@ func newCompilation(ix *catalogue.Index, findingsOnly bool) *compilation {
 }
 
 func (c *compilation) compile() {
+	// The streams and consumers are derived beside the users and accounts: neither reads the
+	// other until the limits, and each has steps on one core (the accounts' gathering, sorting
+	// the mesh's exports, the streams' overlaps), which the other's fill. The streams' findings
+	// are added where they were when one followed the other, so the findings are the same.
+	var streamFindings catalogue.Findings
+	var streams sync.WaitGroup
+	streams.Go(func() {
+		c.streams()
+		c.consumers()
+		streamFindings = streamOverlaps(c.plan.Streams)
+		c.roomForConsumers()
+	})
 	c.controller()
 	c.machines()
 	c.people()
-	c.streams()
-	c.consumers()
 	c.credentials()
 	// In operator mode every account's key is checked (accountKeys), so the accounts and the
 	// tools they serve are derived for findings too.
@@ -106,8 +117,8 @@ func (c *compilation) compile() {
 		c.servedTools()
 	}
 	c.accountKeys()
-	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
-	c.roomForConsumers()
+	streams.Wait()
+	c.findings = append(c.findings, streamFindings...)
 	c.limits()
 	if c.findingsOnly {
 		return
