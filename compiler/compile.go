@@ -189,7 +189,7 @@ func (c *compilation) admit(u User) {
 // server an empty allow list means everything (docs/nats.md, "An empty allow list means
 // everything").
 func permission(allow []string) Permission {
-	allow = Minimise(allow)
+	allow = minimiseOwn(allow) // the user's own list, gathered for it alone
 	if len(allow) == 0 {
 		return Permission{Deny: []string{">"}}
 	}
@@ -202,7 +202,7 @@ func permission(allow []string) Permission {
 // `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (docs/nats.md,
 // "Ack subjects").
 func consumerGrants(stream, consumer string) []string {
-	return append([]string{PullNext(stream, consumer), ConsumerInfo(stream, consumer)}, ackGrants(stream, consumer)...)
+	return []string{PullNext(stream, consumer), ConsumerInfo(stream, consumer), Ack(stream, consumer), AckV2(stream, consumer)}
 }
 
 func ackGrants(stream, consumer string) []string {
