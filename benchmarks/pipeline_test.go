@@ -75,14 +75,14 @@ func lintPath(b *testing.B, dir string) {
 }
 
 // emitPath does what `meshc emit` does (cmd/meshc/emit.go) short of comparing with or writing
-// the golden directory: load, lint — which compiles — and render. It fails the benchmark on any
-// finding: the clean path is the one measured.
+// the golden directory: load, lint — which compiles the plan bare, without its explanations — and
+// render. It fails the benchmark on any finding: the clean path is the one measured.
 func emitPath(b *testing.B, dir string) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	fs, plan := lint.Check(c, loaded)
+	fs, plan := lint.CheckBare(c, loaded)
 	if fs = unexpected(fs); len(fs) > 0 {
 		b.Fatalf("%d findings, first: %s", len(fs), fs[0])
 	}

@@ -104,13 +104,22 @@ func compareStructs(have, want reflect.Value, skip map[string]bool) []Field {
 
 // listDelta returns what want has that have lacks, and the reverse, each sorted.
 func listDelta(have, want []string) (added, removed []string) {
+	// Sets, not scans: a consumer of a module that consumes thousands of events has a filter each.
+	set := func(xs []string) map[string]bool {
+		out := make(map[string]bool, len(xs))
+		for _, x := range xs {
+			out[x] = true
+		}
+		return out
+	}
+	had, wanted := set(have), set(want)
 	for _, x := range want {
-		if !slices.Contains(have, x) {
+		if !had[x] {
 			added = append(added, x)
 		}
 	}
 	for _, x := range have {
-		if !slices.Contains(want, x) {
+		if !wanted[x] {
 			removed = append(removed, x)
 		}
 	}

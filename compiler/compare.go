@@ -156,28 +156,39 @@ func usersByName(p *Plan) map[string]*User {
 // grantDelta is what head may do that base may not, and the reverse.
 func grantDelta(base, head *User, added bool) (gained, lost []GrantChange) {
 	for _, a := range []Action{Publish, Subscribe} {
+		// Asked of every subject either side allows: indexed for a user of many grants.
 		bs, hs := base.Allowed(a), head.Allowed(a)
+		inBase, inHead := coveredBy(bs), coveredBy(hs)
+		headWhy, baseWhy := head.whyEach(a), base.whyEach(a)
 		for _, s := range hs {
-			if !coveredByAny(bs, s) {
-				because := exactFirst(head.Why(a, s), s)
+			if !inBase(s) {
+				because := exactFirst(headWhy(s), s)
 				gained = append(gained, GrantChange{Action: string(a), Subject: s, Because: because,
 					Widening: widening(head, s, added, because)})
 			}
 		}
 		for _, s := range bs {
-			if !coveredByAny(hs, s) {
-				lost = append(lost, GrantChange{Action: string(a), Subject: s, Because: exactFirst(base.Why(a, s), s)})
+			if !inHead(s) {
+				lost = append(lost, GrantChange{Action: string(a), Subject: s, Because: exactFirst(baseWhy(s), s)})
 			}
 		}
 	}
 	// allow_responses is one flag on the server; what it is for is the tools answered.
+	answers := func(gs []Grant) map[string]bool {
+		out := make(map[string]bool, len(gs))
+		for _, g := range gs {
+			out[g.Subject] = true
+		}
+		return out
+	}
+	baseAnswers, headAnswers := answers(base.Grants.Responses), answers(head.Grants.Responses)
 	for _, g := range head.Grants.Responses {
-		if !slices.ContainsFunc(base.Grants.Responses, func(x Grant) bool { return x.Subject == g.Subject }) {
+		if !baseAnswers[g.Subject] {
 			gained = append(gained, GrantChange{Action: Responses, Subject: g.Subject, Because: []Grant{g}})
 		}
 	}
 	for _, g := range base.Grants.Responses {
-		if !slices.ContainsFunc(head.Grants.Responses, func(x Grant) bool { return x.Subject == g.Subject }) {
+		if !headAnswers[g.Subject] {
 			lost = append(lost, GrantChange{Action: Responses, Subject: g.Subject, Because: []Grant{g}})
 		}
 	}
@@ -191,10 +202,6 @@ func (u *User) Allowed(a Action) []string {
 		return u.Subscribe.Allow
 	}
 	return u.Publish.Allow
-}
-
-func coveredByAny(wide []string, s string) bool {
-	return slices.ContainsFunc(wide, func(w string) bool { return Covers(w, s) })
 }
 
 // exactFirst puts the grants that are the subject itself before those that cover it.
@@ -388,9 +395,14 @@ func CompareReads(base, head *Plan) []ReadChange {
 		return c.User
 	}
 	delta := func(from, to []Grant) []Grant {
+		subjects := make([]string, len(from))
+		for i, x := range from {
+			subjects[i] = x.Subject
+		}
+		covered := coveredBy(subjects) // indexed for a consumer of many reads
 		out := []Grant{}
 		for _, g := range to {
-			if !slices.ContainsFunc(from, func(x Grant) bool { return Covers(x.Subject, g.Subject) }) {
+			if !covered(g.Subject) {
 				out = append(out, g)
 			}
 		}

@@ -3,6 +3,7 @@ package compiler
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,7 +42,21 @@ const NodeAckWait = 5 * time.Minute
 // plan: stream-overlap, user-duplicate and credential-missing.
 func Compile(ix *catalogue.Index) (*Plan, catalogue.Findings) {
 	c := newCompilation(ix, false)
+	c.explain = true
 	c.compile()
+	return c.plan, c.findings.Sorted()
+}
+
+// CompileBare is Compile without the plan's explanations: no user's Grants and no consumer's
+// Reads, which only explaining a permission or reviewing a change reads (`meshc can`, `plan
+// --against`). It is the plan emit renders and apply asserts, the same bytes and the same
+// objects, for about a third less of the compiler's allocation at 10,000 modules, and of the
+// collector's work on it (BENCHMARKS.md); TestABarePlanRendersAsTheWholeOne holds the two to the
+// same golden files.
+func CompileBare(ix *catalogue.Index) (*Plan, catalogue.Findings) {
+	c := newCompilation(ix, false)
+	c.compile()
+	c.plan.bare = true
 	return c.plan, c.findings.Sorted()
 }
 
@@ -78,11 +93,21 @@ func newCompilation(ix *catalogue.Index, findingsOnly bool) *compilation {
 }
 
 func (c *compilation) compile() {
+	// The streams and consumers are derived beside the users and accounts: neither reads the
+	// other until the limits, and each has steps on one core (the accounts' gathering, sorting
+	// the mesh's exports, the streams' overlaps), which the other's fill. The streams' findings
+	// are added where they were when one followed the other, so the findings are the same.
+	var streamFindings catalogue.Findings
+	var streams sync.WaitGroup
+	streams.Go(func() {
+		c.streams()
+		c.consumers()
+		streamFindings = streamOverlaps(c.plan.Streams)
+		c.roomForConsumers()
+	})
 	c.controller()
 	c.machines()
 	c.people()
-	c.streams()
-	c.consumers()
 	c.credentials()
 	// In operator mode every account's key is checked (accountKeys), so the accounts and the
 	// tools they serve are derived for findings too.
@@ -93,8 +118,8 @@ func (c *compilation) compile() {
 		c.toolCallers()
 	}
 	c.accountKeys()
-	c.findings = append(c.findings, streamOverlaps(c.plan.Streams)...)
-	c.roomForConsumers()
+	streams.Wait()
+	c.findings = append(c.findings, streamFindings...)
 	c.limits()
 	if c.findingsOnly {
 		return
@@ -118,6 +143,8 @@ type compilation struct {
 	toolAt map[string]int
 	// eventSubjects are the event subjects some running principal may publish (publishedEvents).
 	eventSubjects []string
+	// explain gives each user its Grants and each consumer its Reads (Compile).
+	explain bool
 }
 
 // addUser finishes a user and admits it.
@@ -131,7 +158,7 @@ func (c *compilation) addUser(u User) {
 func (c *compilation) finish(u User) User {
 	u.Publish = permission(u.Publish.Allow)
 	u.Subscribe = permission(u.Subscribe.Allow)
-	if !c.findingsOnly {
+	if c.explain {
 		u.Grants.Publish, u.Grants.Subscribe = sortedGrants(u.Grants.Publish), sortedGrants(u.Grants.Subscribe)
 	}
 	// credentials.yaml records what the server checks: a bcrypt hash, or with auth: nkey the
@@ -167,7 +194,7 @@ func (c *compilation) admit(u User) {
 // server an empty allow list means everything (docs/nats.md, "An empty allow list means
 // everything").
 func permission(allow []string) Permission {
-	allow = Minimise(allow)
+	allow = minimiseOwn(allow) // the user's own list, gathered for it alone
 	if len(allow) == 0 {
 		return Permission{Deny: []string{">"}}
 	}
@@ -180,7 +207,7 @@ func permission(allow []string) Permission {
 // `$JS.ACK.<domain>.<account hash>.…` form is what a server with js_ack_fc_v2 sends (docs/nats.md,
 // "Ack subjects").
 func consumerGrants(stream, consumer string) []string {
-	return append([]string{PullNext(stream, consumer), ConsumerInfo(stream, consumer)}, ackGrants(stream, consumer)...)
+	return []string{PullNext(stream, consumer), ConsumerInfo(stream, consumer), Ack(stream, consumer), AckV2(stream, consumer)}
 }
 
 func ackGrants(stream, consumer string) []string {
@@ -191,37 +218,39 @@ func ackGrants(stream, consumer string) []string {
 // of stream and consumer definitions) and the control plane; everything else is named.
 func (c *compilation) controller() {
 	m := c.ix.Catalogue.Mesh
-	var pub, sub granted
-	pub.add(m.Name.Pos, "the control plane", "manage every stream and consumer (the JetStream API)", "$JS.API.>")
+	pub, sub := c.granted(12), c.granted(2)
+	pub.add(m.Name.Pos, said("the control plane", "manage every stream and consumer (the JetStream API)"), "$JS.API.>")
 	// It tells every machine what to run.
-	pub.add(m.Name.Pos, "the control plane", "declare what every machine runs", "mesh.node.*.declare")
+	pub.add(m.Name.Pos, said("the control plane", "declare what every machine runs"), "mesh.node.*.declare")
 	// It answers an enrolment at the address the request carries in its payload: a request a
 	// stream captures gets the stream's PubAck as its reply, so the transport's reply subject
 	// cannot carry the answer (docs/nats.md, "A stream answers the requests it captures").
 	// Nothing but an enrolling machine subscribes under this prefix, each to its own.
-	pub.add(m.Name.Pos, "the control plane", "answer every machine's enrolment", EnrolmentAnswers("*"))
+	pub.add(m.Name.Pos, said("the control plane", "answer every machine's enrolment"), EnrolmentAnswers("*"))
 	// apply's lock is a key of a bucket on the bus, and writing a key is a publish ($JS.API.>
 	// covers reading it).
-	pub.add(m.Name.Pos, "the control plane", "keep apply's lock", ApplyBucketSubjects())
-	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", readsOwn(ControlStream, ReportsConsumer), ackGrants(ControlStream, ReportsConsumer)...)
-	pub.add(m.Name.Pos, "the control plane reads reports and enrolments", readsOwn(ControlStream, EnrolmentsConsumer), ackGrants(ControlStream, EnrolmentsConsumer)...)
+	pub.add(m.Name.Pos, said("the control plane", "keep apply's lock"), ApplyBucketSubjects())
+	pub.add(m.Name.Pos, said("the control plane reads reports and enrolments", readsOwn(ControlStream, ReportsConsumer)), ackGrants(ControlStream, ReportsConsumer)...)
+	pub.add(m.Name.Pos, said("the control plane reads reports and enrolments", readsOwn(ControlStream, EnrolmentsConsumer)), ackGrants(ControlStream, EnrolmentsConsumer)...)
 	if len(c.follows()) > 0 {
-		pub.add(m.Controller.Follows[0].Pos, "controller follows events", readsOwn(EventsStream, ControllerUser), ackGrants(EventsStream, ControllerUser)...)
+		pub.add(m.Controller.Follows[0].Pos, said("controller follows events", readsOwn(EventsStream, ControllerUser)), ackGrants(EventsStream, ControllerUser)...)
 	}
 	for _, s := range m.Controller.Submits {
 		if seat := c.ix.Seat(s.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub.add(s.Pos, "controller submits "+k.Value+" work to "+seat.Name.Value, submits(seat.Name.Value, k.Value), Work(seat.Name.Value, k.Value))
+				pub.add(s.Pos, func() (string, string) {
+					return "controller submits " + k.Value + " work to " + seat.Name.Value, submits(seat.Name.Value, k.Value)
+				}, Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
-	sub.add(m.Name.Pos, "its own inbox", ownInbox, Inbox(ControllerUser))
+	sub.add(m.Name.Pos, said("its own inbox", ownInbox), Inbox(ControllerUser))
 	// Heartbeats are heard live and never stored.
-	sub.add(m.Name.Pos, "the control plane hears heartbeats", "hear every machine's heartbeat", Heartbeat("*"))
+	sub.add(m.Name.Pos, said("the control plane hears heartbeats", "hear every machine's heartbeat"), Heartbeat("*"))
 	c.addUser(User{
 		Name: ControllerUser, Kind: KindController, Source: m.Name.Pos,
-		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-		Grants: Grants{Publish: pub, Subscribe: sub},
+		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+		Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
 	})
 }
 
@@ -276,13 +305,15 @@ func (c *compilation) machines() {
 			continue
 		}
 		user := EnrolmentUser(n.Name.Value)
-		var pub, sub granted
-		pub.add(n.Name.Pos, "machine "+n.Name.Value+" is enrolling", "ask to enrol machine "+n.Name.Value, Enrolment(n.Name.Value))
-		sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(user))
+		pub, sub := c.granted(1), c.granted(1)
+		pub.add(n.Name.Pos, func() (string, string) {
+			return "machine " + n.Name.Value + " is enrolling", "ask to enrol machine " + n.Name.Value
+		}, Enrolment(n.Name.Value))
+		sub.add(n.Name.Pos, said("its own inbox", ownInbox), Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindEnrolment, Source: n.Name.Pos,
-			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-			Grants: Grants{Publish: pub, Subscribe: sub},
+			Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+			Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
 		})
 	}
 }
@@ -292,16 +323,23 @@ func (c *compilation) machines() {
 // when the module serves tools.
 func (c *compilation) machine(n *catalogue.Node, users []User) {
 	name := n.Name.Value
-	pub, sub := sizedGrants(5), sizedGrants(2) // the grants added below
-	pub.add(n.Name.Pos, "machine "+name+" reports and beats", "report and beat as machine "+name, Report(name), Heartbeat(name))
-	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ConsumerInfo(NodesStream, name))
-	pub.add(n.Name.Pos, "machine "+name+" reads its declaration", readsOwn(NodesStream, name), ackGrants(NodesStream, name)...)
-	sub.add(n.Name.Pos, "machine "+name+" reads its declaration", "receive machine "+name+"'s declaration", DeliverNodes(name))
-	sub.add(n.Name.Pos, "its own inbox", ownInbox, Inbox(NodeUser(name)))
+	pub, sub := c.granted(5), c.granted(2) // the grants added below
+	pub.add(n.Name.Pos, func() (string, string) {
+		return "machine " + name + " reports and beats", "report and beat as machine " + name
+	}, Report(name), Heartbeat(name))
+	declaration := func() (string, string) {
+		return "machine " + name + " reads its declaration", readsOwn(NodesStream, name)
+	}
+	pub.add(n.Name.Pos, declaration, ConsumerInfo(NodesStream, name))
+	pub.add(n.Name.Pos, declaration, ackGrants(NodesStream, name)...)
+	sub.add(n.Name.Pos, func() (string, string) {
+		return "machine " + name + " reads its declaration", "receive machine " + name + "'s declaration"
+	}, DeliverNodes(name))
+	sub.add(n.Name.Pos, said("its own inbox", ownInbox), Inbox(NodeUser(name)))
 	users[0] = c.finish(User{
 		Name: NodeUser(name), Kind: KindNode, Source: n.Name.Pos,
-		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-		Grants: Grants{Publish: pub, Subscribe: sub},
+		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+		Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
 		// The info request of its NODES consumer.
 		jetStream: true,
 	})
@@ -344,10 +382,10 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	if len(m.Consumes) > 0 {
 		npub += 4 // consumerGrants
 	}
-	pub, sub := sizedGrants(npub), sizedGrants(1)
+	pub, sub := c.granted(npub), c.granted(1)
 	jetStream := len(m.Consumes) > 0
 	for _, e := range m.Emits {
-		pub.addOf(name, e.Pos, "emits "+e.Value, "publish its event "+e.Value, ModuleEvent(name, e.Value))
+		pub.addOf(name, e.Pos, func() (string, string) { return "emits " + e.Value, "publish its event " + e.Value }, ModuleEvent(name, e.Value))
 	}
 	for _, claim := range m.Claims {
 		seat := c.ix.Seat(claim.Value)
@@ -356,17 +394,23 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 		}
 		// The holder announces the seat's events, whoever holds it.
 		for _, e := range seat.Emits {
-			pub.add(claim.Pos, "claims seat "+seat.Name.Value+", which emits "+e.Value, "publish seat "+seat.Name.Value+"'s event "+e.Value, SeatEvent(seat.Name.Value, e.Value))
+			pub.add(claim.Pos, func() (string, string) {
+				return "claims seat " + seat.Name.Value + ", which emits " + e.Value, "publish seat " + seat.Name.Value + "'s event " + e.Value
+			}, SeatEvent(seat.Name.Value, e.Value))
 		}
 		if len(seat.Accepts) > 0 {
-			pub.add(claim.Pos, "claims seat "+seat.Name.Value+" and takes its work", "take seat "+seat.Name.Value+"'s work", consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
+			pub.add(claim.Pos, func() (string, string) {
+				return "claims seat " + seat.Name.Value + " and takes its work", "take seat " + seat.Name.Value + "'s work"
+			}, consumerGrants(SeatStream(seat.Name.Value), HolderConsumer)...)
 			jetStream = true
 		}
 	}
 	for _, use := range m.Uses {
 		if seat := c.ix.Seat(use.Value); seat != nil {
 			for _, k := range seat.Accepts {
-				pub.add(use.Pos, "uses seat "+seat.Name.Value+", which accepts "+k.Value, submits(seat.Name.Value, k.Value), Work(seat.Name.Value, k.Value))
+				pub.add(use.Pos, func() (string, string) {
+					return "uses seat " + seat.Name.Value + ", which accepts " + k.Value, submits(seat.Name.Value, k.Value)
+				}, Work(seat.Name.Value, k.Value))
 			}
 		}
 	}
@@ -376,18 +420,21 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 	}
 	for _, call := range m.Calls {
 		module, tool := Call(call.Value)
-		pub.addOf(module, call.Pos, "calls "+call.Value, calls(module, tool), Tool(module, tool))
+		pub.addOf(module, call.Pos, func() (string, string) { return "calls " + call.Value, calls(module, tool) }, Tool(module, tool))
 		called = append(called, Tool(module, tool))
 	}
 	// A module that consumes nothing has no consumer and no JetStream grant.
 	if len(m.Consumes) > 0 {
-		pub.add(m.Consumes[0].Pos, "consumes events, through its consumer "+ModuleConsumer(node, name), readsOwn(EventsStream, ModuleConsumer(node, name)), consumerGrants(EventsStream, ModuleConsumer(node, name))...)
+		consumer := ModuleConsumer(node, name)
+		pub.add(m.Consumes[0].Pos, func() (string, string) {
+			return "consumes events, through its consumer " + consumer, readsOwn(EventsStream, consumer)
+		}, consumerGrants(EventsStream, consumer)...)
 	}
-	sub.add(source, "its own inbox", ownInbox, Inbox(user))
+	sub.add(source, said("its own inbox", ownInbox), Inbox(user))
 	return User{
 		Name: user, Kind: KindModule, Source: source, Module: name,
-		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-		Grants:    Grants{Publish: pub, Subscribe: sub},
+		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+		Grants:    Grants{Publish: pub.grants, Subscribe: sub.grants},
 		calls:     called,
 		jetStream: jetStream,
 	}
@@ -404,26 +451,29 @@ func (c *compilation) module(node string, m *catalogue.Module, source catalogue.
 func (c *compilation) server(node string, m *catalogue.Module, source catalogue.Pos) User {
 	name := m.Name.Value
 	perModule := c.ix.Catalogue.Mesh.PerModule()
-	var pub granted
-	sub, responses := sizedGrants(len(m.Tools)), sizedGrants(len(m.Tools))
+	pub := c.granted(1)
+	sub, responses := c.granted(len(m.Tools)), c.granted(len(m.Tools))
 	for _, t := range m.Tools {
-		sub.addQueued(name, ToolQueue(name), t.Pos, "serves tool "+t.Value+" in queue group "+ToolQueue(name),
-			"serve its tool "+t.Value, Tool(name, t.Value))
+		sub.addQueued(name, ToolQueue(name), t.Pos, func() (string, string) {
+			return "serves tool " + t.Value + " in queue group " + ToolQueue(name), "serve its tool " + t.Value
+		}, Tool(name, t.Value))
 		if !perModule {
-			responses.addOf(name, t.Pos, "answers requests to tool "+t.Value, "answer requests to its tool "+t.Value, Tool(name, t.Value))
+			responses.addOf(name, t.Pos, func() (string, string) {
+				return "answers requests to tool " + t.Value, "answer requests to its tool " + t.Value
+			}, Tool(name, t.Value))
 		}
 	}
 	if perModule {
-		pub.addOf(name, m.Tools[0].Pos, "answers calls to its tools", "answer the calls to its tools", ServiceReplies)
-		responses = nil
+		pub.addOf(name, m.Tools[0].Pos, said("answers calls to its tools", "answer the calls to its tools"), ServiceReplies)
+		responses = c.granted(0)
 	}
 	return User{
 		Name: ServingUser(node, name), Kind: KindServer, Source: source, Module: name,
-		Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-		Grants: Grants{Publish: pub, Subscribe: sub, Responses: responses},
+		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+		Grants: Grants{Publish: pub.grants, Subscribe: sub.grants, Responses: responses.grants},
 		// One reply to a request it actually received: only a tool server, in one account,
 		// answers this way.
-		AllowResponses: len(responses) > 0,
+		AllowResponses: responses.count() > 0,
 	}
 }
 
@@ -438,25 +488,25 @@ func (c *compilation) people() {
 	people := slices.Clone(inv.People)
 	slices.SortStableFunc(people, func(a, b *catalogue.Person) int { return cmp.Compare(a.Name.Value, b.Name.Value) })
 	for _, p := range people {
-		var pub, sub granted
+		pub, sub := c.granted(len(p.MayCall)), c.granted(1)
 		var called []string
 		every := false
 		for _, t := range p.MayCall {
 			if t.Value == EveryTool {
-				pub.addOf("*", t.Pos, "may-call every tool", "call every tool", everyTool)
+				pub.addOf("*", t.Pos, said("may-call every tool", "call every tool"), everyTool)
 				every = true
 				continue
 			}
 			module, tool := Call(t.Value)
-			pub.addOf(module, t.Pos, "may-call "+t.Value, calls(module, tool), Tool(module, tool))
+			pub.addOf(module, t.Pos, func() (string, string) { return "may-call " + t.Value, calls(module, tool) }, Tool(module, tool))
 			called = append(called, Tool(module, tool))
 		}
 		user := PersonUserName(p.Name.Value)
-		sub.add(p.Name.Pos, "its own inbox", ownInbox, Inbox(user))
+		sub.add(p.Name.Pos, said("its own inbox", ownInbox), Inbox(user))
 		c.addUser(User{
 			Name: user, Kind: KindPerson, Source: p.Name.Pos,
-			Publish: Permission{Allow: pub.subjects()}, Subscribe: Permission{Allow: sub.subjects()},
-			Grants: Grants{Publish: pub, Subscribe: sub},
+			Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+			Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
 			calls:  called, callsEvery: every,
 		})
 	}
@@ -717,12 +767,12 @@ func (c *compilation) consumers() {
 	if follows := c.follows(); len(follows) > 0 {
 		add(EventsStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ControllerUser, AckWait: s.Events.AckWait}, follows...),
 			mesh.Controller.Follows[0].Pos)
-		var reads granted
+		reads := c.granted(len(mesh.Controller.Follows))
 		for _, f := range mesh.Controller.Follows {
 			cd := Consume(c.ix, f.Value)
-			reads.addOf(cd.Emitter, f.Pos, "follows "+f.Value, cd.reads(), cd.Subjects...)
+			reads.addOf(cd.Emitter, f.Pos, func() (string, string) { return "follows " + f.Value, cd.reads() }, cd.Subjects...)
 		}
-		c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads
+		c.plan.Consumers[len(c.plan.Consumers)-1].Reads = reads.grants
 	}
 	meshPos := catalogue.Pos{File: mesh.File}
 	add(ControlStream, ControllerUser, withFilters(jetstream.ConsumerConfig{Durable: ReportsConsumer, AckWait: s.Control.AckWait}, Report("*")), meshPos)
@@ -767,11 +817,20 @@ func (c *compilation) machineConsumers(n *catalogue.Node, runs []run, out []Cons
 		m := r.module
 		// Most consumed entries are one subject each.
 		filters := make([]string, 0, len(m.Consumes))
-		reads := sizedGrants(len(m.Consumes))
+		// What each entry reads, for a plan that explains: the subjects are the filters.
+		var reads []Grant
+		if c.explain {
+			reads = make([]Grant, 0, len(m.Consumes))
+		}
 		for _, consumed := range m.Consumes {
 			cd := Consume(c.ix, consumed.Value)
 			filters = append(filters, cd.Subjects...)
-			reads.addOf(cd.Emitter, consumed.Pos, "consumes "+consumed.Value, cd.reads(), cd.Subjects...)
+			if c.explain {
+				because, means := "consumes "+consumed.Value, cd.reads()
+				for _, s := range cd.Subjects {
+					reads = append(reads, Grant{Subject: s, Source: consumed.Pos, Because: because, Means: means, Module: cd.Emitter})
+				}
+			}
 		}
 		out[1+i] = consumer(EventsStream, ModuleUserName(node, m.Name.Value), withFilters(jetstream.ConsumerConfig{
 			Durable: ModuleConsumer(node, m.Name.Value),

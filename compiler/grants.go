@@ -48,28 +48,66 @@ type Grants struct {
 	Responses []Grant `json:"responses,omitempty"`
 }
 
-// granted collects a user's grants while the compiler derives them.
-type granted []Grant
-
-func (g *granted) add(source catalogue.Pos, because, means string, subjects ...string) {
-	g.addOf("", source, because, means, subjects...)
+// granted collects a user's grants while the compiler derives them: the subjects the server is
+// given and, in a plan that explains its grants, each with the declaration it comes from. A plan
+// for emitting (CompileBare) or for findings leaves the explanations out: they are most of what
+// the compiler allocates, and nothing rendered or asserted reads them (BENCHMARKS.md).
+type granted struct {
+	explain bool
+	// subjects are the permissions, each with its queue group when it has one
+	// (Grant.Permission).
+	subjects []string
+	grants   []Grant
 }
 
-// sizedGrants is an empty list with room for n grants; none (nil) when n is 0, as a list
-// nothing was added to.
-func sizedGrants(n int) granted {
-	if n == 0 {
-		return nil
+// words says why a declaration grants what it does: Grant's Because, then its Means. A
+// function, so that the words are put together only for a plan that explains its grants.
+type words func() (because, means string)
+
+// said is words already put together.
+func said(because, means string) words { return func() (string, string) { return because, means } }
+
+// granted is an empty list with room for n grants.
+func (c *compilation) granted(n int) granted {
+	g := granted{explain: c.explain, subjects: make([]string, 0, n)}
+	if c.explain && n > 0 {
+		g.grants = make([]Grant, 0, n)
 	}
-	return make(granted, 0, n)
+	return g
+}
+
+func (g *granted) add(source catalogue.Pos, w words, subjects ...string) {
+	g.addOf("", source, w, subjects...)
 }
 
 // addOf adds grants of subjects in one module's namespace.
-func (g *granted) addOf(module string, source catalogue.Pos, because, means string, subjects ...string) {
+func (g *granted) addOf(module string, source catalogue.Pos, w words, subjects ...string) {
+	g.subjects = append(g.subjects, subjects...)
+	if !g.explain {
+		return
+	}
+	because, means := w()
 	for _, s := range subjects {
-		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module})
+		g.grants = append(g.grants, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module})
 	}
 }
+
+// addQueued adds subscribe grants in one module's namespace, each in queue group queue only.
+func (g *granted) addQueued(module, queue string, source catalogue.Pos, w words, subjects ...string) {
+	for _, s := range subjects {
+		g.subjects = append(g.subjects, QueueGrant(s, queue))
+	}
+	if !g.explain {
+		return
+	}
+	because, means := w()
+	for _, s := range subjects {
+		g.grants = append(g.grants, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module, Queue: queue})
+	}
+}
+
+// count is how many grants were added.
+func (g *granted) count() int { return len(g.subjects) }
 
 // What grants mean, in the words of the catalogue, where several declarations share a meaning.
 const ownInbox = "receive answers in its own inbox"
@@ -101,23 +139,6 @@ func readsOwn(stream, consumer string) string {
 	return "read its own consumer " + stream + "/" + consumer
 }
 
-// addQueued adds subscribe grants in one module's namespace, each in queue group queue only.
-func (g *granted) addQueued(module, queue string, source catalogue.Pos, because, means string, subjects ...string) {
-	for _, s := range subjects {
-		*g = append(*g, Grant{Subject: s, Source: source, Because: because, Means: means, Module: module, Queue: queue})
-	}
-}
-
-// subjects are the granted subjects, for the permission the server is given: each with its queue
-// group when it has one.
-func (g granted) subjects() []string {
-	out := make([]string, len(g))
-	for i, x := range g {
-		out[i] = x.Permission()
-	}
-	return out
-}
-
 // Action is what a user may do with a subject.
 type Action string
 
@@ -141,6 +162,37 @@ func (u *User) Why(a Action, subject string) []Grant {
 		}
 	}
 	return out
+}
+
+// whyEach is Why for many subjects of one action: the review asks it of every subject a user
+// gains or loses, and a user of thousands of grants made that quadratic, so past a few grants
+// they are indexed (coverIndex). Its answers are Why's, in declaration order.
+func (u *User) whyEach(a Action) func(subject string) []Grant {
+	gs := u.grants(a)
+	if len(gs) <= indexed {
+		return func(subject string) []Grant { return u.Why(a, subject) }
+	}
+	subjects := make([]string, len(gs))
+	for i, g := range gs {
+		subjects[i] = g.Subject
+	}
+	x := newCoverIndex(subjects)
+	return func(subject string) []Grant {
+		subject, queue := SplitQueue(subject)
+		var at []int
+		x.each(subject, func(i int) bool {
+			if q := gs[i].Queue; q == "" || q == queue {
+				at = append(at, i)
+			}
+			return true
+		})
+		slices.Sort(at)
+		var out []Grant
+		for _, i := range at {
+			out = append(out, gs[i])
+		}
+		return out
+	}
 }
 
 func (u *User) grants(a Action) []Grant {

@@ -55,7 +55,14 @@ type Plan struct {
 
 	// checked is set by Check when the plan passes it.
 	checked bool
+	// bare is set for a plan compiled without its explanations (CompileBare).
+	bare bool
 }
+
+// Explained reports whether the plan holds its explanations: each user's Grants and each
+// consumer's Reads. A plan from CompileBare does not; explaining a permission or reviewing a
+// change needs one from Compile.
+func (p *Plan) Explained() bool { return !p.bare }
 
 // User returns the plan's user of that name, or nil.
 func (p *Plan) User(name string) *User {
@@ -122,11 +129,21 @@ func Whose(md map[string]string) string {
 // metadata. Compile calls it; apply calls it again on what it sends, so a hand-made plan is
 // marked too.
 func (p *Plan) Mark() {
+	// An object with no metadata of its own, nearly every one, shares one mark: Marked never
+	// changes the metadata it is given, and nothing changes a plan's in place (a copy is made
+	// to add to it), so one map serves them all rather than a map per consumer.
+	mark := p.Marked(nil)
+	marked := func(md map[string]string) map[string]string {
+		if len(md) == 0 {
+			return mark
+		}
+		return p.Marked(md)
+	}
 	for i := range p.Streams {
-		p.Streams[i].Config.Metadata = p.Marked(p.Streams[i].Config.Metadata)
+		p.Streams[i].Config.Metadata = marked(p.Streams[i].Config.Metadata)
 	}
 	for i := range p.Consumers {
-		p.Consumers[i].Config.Metadata = p.Marked(p.Consumers[i].Config.Metadata)
+		p.Consumers[i].Config.Metadata = marked(p.Consumers[i].Config.Metadata)
 	}
 }
 

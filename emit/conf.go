@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -21,10 +20,21 @@ import (
 	"github.com/meshc-dev/meshc/compiler"
 )
 
-// derivedAccountName is what the account of one principal may be named: its username, dots
-// included (a quoted key holding a dot parses: docs/nats.md, "Config quoting"). The mesh's own
-// name holds no dot (catalogue.ValidAccountName), so no principal's account can be taken for it.
-var derivedAccountName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+// derivedAccountName reports whether s is what the account of one principal may be named,
+// ^[A-Za-z0-9_.-]+$: its username, dots included (a quoted key holding a dot parses:
+// docs/nats.md, "Config quoting"). The mesh's own name holds no dot (catalogue.ValidAccountName),
+// so no principal's account can be taken for it. A byte loop, held to the expression by
+// TestDerivedAccountNameIsItsExpression: an isolated mesh has an account per module.
+func derivedAccountName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
 
 // AccountsOptions are the choices `meshc emit` leaves to its user.
 type AccountsOptions struct {
@@ -56,7 +66,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	var missing []string
 	var errs []error
 	for _, a := range p.Accounts[min(1, len(p.Accounts)):] {
-		if !derivedAccountName.MatchString(a.Name) {
+		if !derivedAccountName(a.Name) {
 			errs = append(errs, fmt.Errorf("account name %s: a derived account's name must be letters, digits, '-', '_' or '.'", confQuote(a.Name)))
 		}
 	}
@@ -91,11 +101,16 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 	b.WriteString(header)
 	b.WriteString("accounts {\n")
 	if len(p.Accounts) == 0 {
-		writeAccount(&b, *p.MeshAccount(), p.Users)
+		users := make([]*compiler.User, len(p.Users))
+		for i := range p.Users {
+			users[i] = &p.Users[i]
+		}
+		writeAccount(&b, *p.MeshAccount(), users)
 	} else {
-		byAccount := map[string][]compiler.User{}
-		for _, u := range p.Users {
-			byAccount[u.Account] = append(byAccount[u.Account], u)
+		// Pointers, not copies: a user is hundreds of bytes, and 18,000 of them at 10,000 modules.
+		byAccount := make(map[string][]*compiler.User, len(p.Accounts))
+		for i := range p.Users {
+			byAccount[p.Users[i].Account] = append(byAccount[p.Users[i].Account], &p.Users[i])
 		}
 		for _, a := range p.Accounts {
 			writeAccount(&b, a, byAccount[a.Name])
@@ -107,7 +122,7 @@ func Accounts(p *compiler.Plan, opts AccountsOptions) ([]byte, error) {
 
 // writeAccount writes one account's block: JetStream for the mesh's own, its users, and what it
 // exports and imports (docs/nats.md, "What each flow needs").
-func writeAccount(b *bytes.Buffer, a compiler.Account, users []compiler.User) {
+func writeAccount(b *bytes.Buffer, a compiler.Account, users []*compiler.User) {
 	b.WriteString("  ")
 	writeQuoted(b, a.Name)
 	b.WriteString(" {\n")
@@ -207,7 +222,8 @@ func writeInline(b *bytes.Buffer, in string, list []string) {
 		writeQuoted(b, s)
 		b.WriteByte('\n')
 	}
-	b.WriteString(in[:len(in)-2] + "]")
+	b.WriteString(in[:len(in)-2])
+	b.WriteByte(']')
 }
 
 // sizeHint guesses the file's size, so a large mesh is written without copying it over and over
@@ -248,11 +264,14 @@ func checked(p *compiler.Plan) error {
 	return p.Check()
 }
 
+// userIn is how deep a user's fields stand in accounts.conf.
+const userIn = "        "
+
 // writeUser writes one user's block. Every value goes through writeQuoted straight into the
 // buffer: at 10,000 modules that is hundreds of thousands of subjects, and a string per quoted
 // subject was most of what rendering allocated.
-func writeUser(b *bytes.Buffer, u compiler.User) {
-	const in = "        "
+func writeUser(b *bytes.Buffer, u *compiler.User) {
+	const in = userIn
 	if u.NKey != "" {
 		// An nkey user has no name in the file: the comment says whose key it is.
 		b.WriteString("      # ")
@@ -266,8 +285,8 @@ func writeUser(b *bytes.Buffer, u compiler.User) {
 		writeQuoted(b, u.Hash)
 	}
 	b.WriteString("\n" + in + "permissions: {\n")
-	writePermission(b, in+"  ", "publish", u.Publish)
-	writePermission(b, in+"  ", "subscribe", u.Subscribe)
+	writePermission(b, "publish", u.Publish)
+	writePermission(b, "subscribe", u.Subscribe)
 	if u.AllowResponses {
 		b.WriteString(in + "  allow_responses: true\n")
 	}
@@ -275,34 +294,47 @@ func writeUser(b *bytes.Buffer, u compiler.User) {
 }
 
 // writePermission writes the allow and deny lists that are not empty; an empty one is left out,
-// never written `[]` (compiler.Plan.Check has made sure leaving it out narrows nothing).
-func writePermission(b *bytes.Buffer, in, dir string, perm compiler.Permission) {
-	b.WriteString(in + dir + ": {\n")
-	writeList(b, in+"  ", "allow", perm.Allow)
-	writeList(b, in+"  ", "deny", perm.Deny)
-	b.WriteString(in + "}\n")
+// never written `[]` (compiler.Plan.Check has made sure leaving it out narrows nothing). The
+// indentation is a constant of writeUser's: every piece goes into the buffer as it is, a string
+// put together per user and list being most of what rendering the file allocated.
+func writePermission(b *bytes.Buffer, dir string, perm compiler.Permission) {
+	b.WriteString(permissionIn)
+	b.WriteString(dir)
+	b.WriteString(": {\n")
+	writeList(b, "allow", perm.Allow)
+	writeList(b, "deny", perm.Deny)
+	b.WriteString(permissionIn + "}\n")
 }
+
+// permissionIn is how deep writeUser's permissions stand, and listIn their lists.
+const (
+	permissionIn = userIn + "  "
+	listIn       = permissionIn + "  "
+)
 
 // writeList writes one subject on one line and several one per line, so a changed manifest
 // changes the lines of the subjects it changed and no others.
-func writeList(b *bytes.Buffer, in, key string, subjects []string) {
+func writeList(b *bytes.Buffer, key string, subjects []string) {
 	switch len(subjects) {
 	case 0:
 		return
 	case 1:
-		b.WriteString(in + key + ": [")
+		b.WriteString(listIn)
+		b.WriteString(key)
+		b.WriteString(": [")
 		writeQuoted(b, subjects[0])
 		b.WriteString("]\n")
 		return
 	}
-	b.WriteString(in + key + ": [\n")
+	b.WriteString(listIn)
+	b.WriteString(key)
+	b.WriteString(": [\n")
 	for _, s := range subjects {
-		b.WriteString(in)
-		b.WriteString("  ")
+		b.WriteString(listIn + "  ")
 		writeQuoted(b, s)
 		b.WriteByte('\n')
 	}
-	b.WriteString(in + "]\n")
+	b.WriteString(listIn + "]\n")
 }
 
 // confQuote double-quotes s with the config format's own escapes: \t \n \r \" \\ and \xHH, the

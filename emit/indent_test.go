@@ -69,53 +69,55 @@ func TestIndentJSONIsJSONIndent(t *testing.T) {
 	same(encode(planFile{Streams: []jetstream.StreamConfig{compilertest.MeshPlan(3, jetstream.FileStorage).Streams[0].Config}}))
 }
 
-// encodePlanFile writes what encoding the whole file at once writes, byte for byte: the example
-// mesh's plan in both isolations (streams, consumers with filters and metadata, tools with
-// callers), and the edge cases of a list — empty, nil, one element — with HTML characters left
-// as they are.
+// PlanJSON writes what encoding the whole file at once and indenting it writes, byte for byte:
+// the example mesh's plan in both isolations (streams, consumers with filters and metadata, tools
+// with callers), and the edge cases of a list — empty, nil, one element — with HTML characters
+// left as they are.
 func TestPlanJSONEncodesAsOneValue(t *testing.T) {
-	whole := func(f planFile) []byte {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(f); err != nil {
-			t.Fatal(err)
+	whole := func(p *compiler.Plan) []byte {
+		f := planFile{Streams: []jetstream.StreamConfig{}, Consumers: []planConsumer{}, Tools: p.Tools}
+		if f.Tools == nil {
+			f.Tools = []compiler.ServedTool{}
 		}
-		return b.Bytes()
-	}
-	piecewise := func(f planFile) []byte {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := encodePlanFile(&b, enc, f); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	files := map[string]planFile{
-		"nil lists":   {},
-		"empty lists": {Streams: []jetstream.StreamConfig{}, Consumers: []planConsumer{}, Tools: []compiler.ServedTool{}},
-		"one each": {Streams: []jetstream.StreamConfig{{Name: "A", Subjects: []string{"a.<&>.>"}}},
-			Consumers: []planConsumer{{Stream: "A", Config: jetstream.ConsumerConfig{Durable: "c", FilterSubject: "a.*"}}},
-			Tools:     []compiler.ServedTool{{Subject: "mesh.mod.m.tool.t", Callers: []string{}}}},
-	}
-	for _, isolation := range []string{"shared-account", "account-per-module"} {
-		p := examplePlan(t, isolation)
-		f := planFile{Tools: p.Tools}
 		for _, s := range p.Streams {
 			f.Streams = append(f.Streams, s.Config)
 		}
 		for _, c := range p.Consumers {
 			f.Consumers = append(f.Consumers, planConsumer{Stream: c.Stream, Config: c.Config})
 		}
-		if len(f.Streams) < 2 || len(f.Consumers) < 2 || len(f.Tools) < 2 {
-			t.Fatalf("the example plan (%s) has too little to compare: %d streams, %d consumers, %d tools", isolation, len(f.Streams), len(f.Consumers), len(f.Tools))
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(f); err != nil {
+			t.Fatal(err)
 		}
-		files["example, "+isolation] = f
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, b.Bytes(), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		return indented.Bytes()
 	}
-	for name, f := range files {
-		if got, want := piecewise(f), whole(f); !bytes.Equal(got, want) {
-			t.Errorf("%s: piecewise\n%s\nwhole\n%s", name, got, want)
+	plans := map[string]*compiler.Plan{
+		"nil lists":   {},
+		"empty lists": {Streams: []compiler.Stream{}, Consumers: []compiler.Consumer{}, Tools: []compiler.ServedTool{}},
+		"one each": {Streams: []compiler.Stream{{Config: jetstream.StreamConfig{Name: "A", Subjects: []string{"a.<&>.>"}}}},
+			Consumers: []compiler.Consumer{{Stream: "A", Config: jetstream.ConsumerConfig{Durable: "c", FilterSubject: "a.*"}}},
+			Tools:     []compiler.ServedTool{{Subject: "mesh.mod.m.tool.t", Callers: []string{}}}},
+	}
+	for _, isolation := range []string{"shared-account", "account-per-module"} {
+		p := examplePlan(t, isolation)
+		if len(p.Streams) < 2 || len(p.Consumers) < 2 || len(p.Tools) < 2 {
+			t.Fatalf("the example plan (%s) has too little to compare: %d streams, %d consumers, %d tools", isolation, len(p.Streams), len(p.Consumers), len(p.Tools))
+		}
+		plans["example, "+isolation] = p
+	}
+	for name, p := range plans {
+		got, err := PlanJSON(p)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if want := whole(p); !bytes.Equal(got, want) {
+			t.Errorf("%s: element by element\n%s\nwhole\n%s", name, got, want)
 		}
 	}
 }

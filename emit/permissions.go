@@ -30,23 +30,37 @@ func Permissions(p *compiler.Plan) []byte {
 
 	b.WriteString("## Users\n\n")
 	b.WriteString("| user | kind | may | subject |\n| --- | --- | --- | --- |\n")
+	// Each kind's cell once: there are a handful of kinds and tens of thousands of users.
+	kinds := map[compiler.UserKind]string{}
+	var prefix bytes.Buffer
 	for _, u := range p.Users {
 		// The user's two cells once, then one write per row: tens of thousands of rows at 10,000
 		// modules, where formatting each through fmt was the review's whole cost.
-		prefix := "| " + code(u.Name) + " | " + cell(string(u.Kind)) + " | "
-		row := func(may, subject string) {
-			b.WriteString(prefix)
+		kind, ok := kinds[u.Kind]
+		if !ok {
+			kind = cell(string(u.Kind))
+			kinds[u.Kind] = kind
+		}
+		prefix.Reset()
+		prefix.WriteString("| ")
+		writeCode(&prefix, u.Name)
+		prefix.WriteString(" | ")
+		prefix.WriteString(kind)
+		prefix.WriteString(" | ")
+		// A row writes its code spans straight into the file: a string per row was most of
+		// what the review allocated.
+		start := func(may string) {
+			b.Write(prefix.Bytes())
 			b.WriteString(may)
 			b.WriteString(" | ")
+		}
+		row := func(may, subject string) {
+			start(may)
 			b.WriteString(subject)
 			b.WriteString(" |\n")
 		}
-		// A subject's row writes its code span straight into the file: a string per row was
-		// most of what the review allocated.
 		subjectRow := func(may, subject string) {
-			b.WriteString(prefix)
-			b.WriteString(may)
-			b.WriteString(" | ")
+			start(may)
 			writeCode(&b, subject)
 			b.WriteString(" |\n")
 		}
@@ -61,7 +75,11 @@ func Permissions(p *compiler.Plan) []byte {
 		}
 		for _, s := range u.Subscribe.Allow {
 			if subject, queue := compiler.SplitQueue(s); queue != "" {
-				row("subscribe", code(subject)+" in queue group "+code(queue)+" only")
+				start("subscribe")
+				writeCode(&b, subject)
+				b.WriteString(" in queue group ")
+				writeCode(&b, queue)
+				b.WriteString(" only |\n")
 				continue
 			}
 			subjectRow("subscribe", s)

@@ -35,85 +35,83 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	if err := checked(p); err != nil {
 		return nil, err
 	}
-	f := planFile{Streams: make([]jetstream.StreamConfig, 0, len(p.Streams)), Consumers: make([]planConsumer, 0, len(p.Consumers)), Tools: p.Tools}
-	if f.Tools == nil {
-		f.Tools = []compiler.ServedTool{}
-	}
-	for _, s := range p.Streams {
-		f.Streams = append(f.Streams, s.Config)
-	}
-	for _, c := range p.Consumers {
-		f.Consumers = append(f.Consumers, planConsumer{Stream: c.Stream, Config: c.Config})
-	}
-
-	var compact bytes.Buffer
-	compact.Grow(compactSizeHint(p))
-	enc := json.NewEncoder(&compact)
+	w := planWriter{out: make([]byte, 0, planSizeHint(p))}
+	w.enc = json.NewEncoder(&w.one)
 	// Subjects read as subjects: `>` rather than `\u003e`.
-	enc.SetEscapeHTML(false)
-	if err := encodePlanFile(&compact, enc, f); err != nil {
-		return nil, fmt.Errorf("encode plan.json: %w", err)
+	w.enc.SetEscapeHTML(false)
+	w.out = append(w.out, "{\n  \"streams\": "...)
+	w.list(len(p.Streams), func(i int) any { return &p.Streams[i].Config })
+	w.out = append(w.out, ",\n  \"consumers\": "...)
+	var c planConsumer
+	w.list(len(p.Consumers), func(i int) any {
+		c = planConsumer{Stream: p.Consumers[i].Stream, Config: p.Consumers[i].Config}
+		return &c
+	})
+	w.out = append(w.out, ",\n  \"tools\": "...)
+	w.list(len(p.Tools), func(i int) any { return &p.Tools[i] })
+	w.out = append(w.out, "\n}\n"...)
+	if w.err != nil {
+		return nil, fmt.Errorf("encode plan.json: %w", w.err)
 	}
-	// Indented in one pass into a buffer sized once: the encoder's own indenting grows its
-	// buffer by doubling through the whole file, megabytes at 10,000 modules (BENCHMARKS.md).
-	// Indenting adds about half (1.48x at 10,000 modules).
-	return indentJSON(make([]byte, 0, compact.Len()*3/2+4096), compact.Bytes()), nil
+	return w.out, nil
 }
 
-// encodePlanFile writes f as enc.Encode(f) would, byte for byte (TestPlanJSONEncodesAsOneValue),
-// one stream, consumer and tool at a time: encoding/json encodes a value into a buffer of its own
-// before writing it, and for the whole file that buffer grew by doubling through megabytes at
-// 10,000 modules; for one object it is a small buffer the encoder reuses.
-func encodePlanFile(w *bytes.Buffer, enc *json.Encoder, f planFile) error {
-	w.WriteString(`{"streams":`)
-	if err := encodeList(w, enc, f.Streams); err != nil {
-		return err
-	}
-	w.WriteString(`,"consumers":`)
-	if err := encodeList(w, enc, f.Consumers); err != nil {
-		return err
-	}
-	w.WriteString(`,"tools":`)
-	if err := encodeList(w, enc, f.Tools); err != nil {
-		return err
-	}
-	w.WriteString("}\n")
-	return nil
+// planWriter writes plan.json as encoding the whole planFile and indenting it would, byte for
+// byte (TestPlanJSONEncodesAsOneValue), one stream, consumer and tool at a time, each indented
+// where it stands, straight into the file: the whole file encoded first and indented after took a
+// buffer as large as the file and a copy of every configuration, megabytes at 10,000 modules.
+type planWriter struct {
+	out []byte
+	one bytes.Buffer
+	enc *json.Encoder
+	err error
 }
 
-// encodeList writes a list as enc.Encode would inside a value: null for nil, else its elements
-// between brackets, comma-separated, without the newline Encode ends each with.
-func encodeList[T any](w *bytes.Buffer, enc *json.Encoder, list []T) error {
-	if list == nil {
-		w.WriteString("null")
-		return nil
+// list writes a list of n elements, each as element(i) encodes, as a value in the file's object:
+// `[]` when empty (the file never holds null: PlanJSON renders nil lists empty).
+func (w *planWriter) list(n int, element func(i int) any) {
+	if n == 0 {
+		w.out = append(w.out, "[]"...)
+		return
 	}
-	w.WriteByte('[')
-	for i := range list {
+	w.out = append(w.out, '[')
+	for i := range n {
 		if i > 0 {
-			w.WriteByte(',')
+			w.out = append(w.out, ',')
 		}
-		if err := enc.Encode(&list[i]); err != nil {
-			return err
+		w.out = appendNewline(w.out, 2)
+		w.one.Reset()
+		if err := w.enc.Encode(element(i)); err != nil && w.err == nil {
+			w.err = err
 		}
-		w.Truncate(w.Len() - 1) // Encode's newline
+		w.out = indentJSONAt(w.out, bytes.TrimSuffix(w.one.Bytes(), []byte("\n")), 2)
 	}
-	w.WriteByte(']')
-	return nil
+	w.out = appendNewline(w.out, 1)
+	w.out = append(w.out, ']')
 }
 
-// compactSizeHint guesses plan.json's size before indenting, so the encoder's buffer is not
-// grown by doubling through megabytes: about 400 bytes an object (375 at 10,000 modules).
-func compactSizeHint(p *compiler.Plan) int {
-	return 1024 + 400*(len(p.Streams)+len(p.Consumers))
+// planSizeHint guesses plan.json's size, so the file is not grown by doubling through
+// megabytes: about 750 bytes an object indented at 10,000 modules, and a tool's callers.
+func planSizeHint(p *compiler.Plan) int {
+	n := 1024 + 800*(len(p.Streams)+len(p.Consumers))
+	for _, t := range p.Tools {
+		n += 128 + len(t.Subject)
+		for _, c := range t.Callers {
+			n += 12 + len(c)
+		}
+	}
+	return n
 }
 
 // indentJSON appends src, one JSON value as encoding/json writes it (no space between tokens,
 // a newline after the value), indented by two spaces: json.Indent(dst, src, "", "  ") byte for
 // byte (TestIndentJSONIsJSONIndent), without its scanner's call per byte, which was a third of
 // rendering plan.json at 10,000 modules. A string is copied a run at a time.
-func indentJSON(dst, src []byte) []byte {
-	depth, open := 0, 0
+func indentJSON(dst, src []byte) []byte { return indentJSONAt(dst, src, 0) }
+
+// indentJSONAt is indentJSON for a value that stands at depth in the value it is part of.
+func indentJSONAt(dst, src []byte, depth int) []byte {
+	open := 0
 	needIndent, ended := false, false
 	for i := 0; i < len(src); i++ {
 		c := src[i]

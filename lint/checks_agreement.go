@@ -24,17 +24,26 @@ var (
 )
 
 // subjectSet answers "does anything in this set of subjects match this filter", in time linear
-// in the filter's tokens rather than in the set's size.
+// in the filter's length rather than in the set's size.
 type subjectSet struct {
 	exact map[string]bool
 	// prefixes holds every proper token prefix of every subject: a filter P.> matches something
-	// exactly when P is one of them.
+	// exactly when P is one of them. Up to mappedTokens tokens in a map of the prefixes
+	// themselves; longer ones token by token in long (mappedTokens).
 	prefixes map[string]bool
+	long     tokenTree
 	all      []string
 	// starred caches the answer for filters holding `*`: only `**` derives one, so there are at
 	// most a couple of distinct ones, each matched once against the whole set.
 	starred map[string]bool
 }
+
+// mappedTokens is how many tokens a prefix the agreement sets hold whole in a map may have:
+// hashing a subject's every prefix whole costs its length once per token, which is quadratic
+// in a long event name (400,000 tokens took 9 s to lint), so past this many a prefix is held
+// token by token in a trie (tokenTree), slower than the map for the short subjects nearly every
+// catalogue has.
+const mappedTokens = 16
 
 func newSubjectSet(subjects []string) *subjectSet {
 	// Sized once: a large catalogue's subjects and their prefixes number in the hundreds of
@@ -42,10 +51,16 @@ func newSubjectSet(subjects []string) *subjectSet {
 	s := &subjectSet{exact: make(map[string]bool, len(subjects)), prefixes: make(map[string]bool, len(subjects)), starred: map[string]bool{}}
 	for _, sub := range subjects {
 		s.exact[sub] = true
-		for i := range len(sub) {
-			if sub[i] == '.' {
-				s.prefixes[sub[:i]] = true
+		dots := 0
+		for i := 0; i < len(sub); i++ {
+			if sub[i] != '.' {
+				continue
 			}
+			if dots++; dots > mappedTokens {
+				s.long.add(sub[:strings.LastIndexByte(sub, '.')])
+				break
+			}
+			s.prefixes[sub[:i]] = true
 		}
 	}
 	s.all = subjects
@@ -63,7 +78,11 @@ func (s *subjectSet) matches(filter string) bool {
 		return hit
 	}
 	if p, ok := strings.CutSuffix(filter, ".>"); ok {
-		return s.prefixes[p]
+		if strings.Count(p, ".") < mappedTokens {
+			return s.prefixes[p]
+		}
+		_, found := s.long.find(p)
+		return found
 	}
 	return s.exact[filter]
 }
@@ -71,15 +90,18 @@ func (s *subjectSet) matches(filter string) bool {
 // filterSet answers "does any of these filters match this subject".
 type filterSet struct {
 	exact map[string]bool
-	// wide holds P for every filter P.>.
-	wide map[string]bool
+	// wide holds P for every filter P.> of up to mappedTokens tokens, and long, token by token,
+	// every longer P, each P's last node marked in longEnds.
+	wide     map[string]bool
+	long     tokenTree
+	longEnds map[int32]bool
 	// starred are the distinct filters holding `*`.
 	starred []string
 }
 
 // newFilterSet makes a set for about n filters.
 func newFilterSet(n int) *filterSet {
-	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}}
+	return &filterSet{exact: make(map[string]bool, n), wide: map[string]bool{}, longEnds: map[int32]bool{}}
 }
 
 func (f *filterSet) add(filter string) {
@@ -88,8 +110,10 @@ func (f *filterSet) add(filter string) {
 		if !slices.Contains(f.starred, filter) {
 			f.starred = append(f.starred, filter)
 		}
-	case wide:
+	case wide && strings.Count(p, ".") < mappedTokens:
 		f.wide[p] = true
+	case wide:
+		f.longEnds[f.long.add(p)] = true
 	default:
 		f.exact[filter] = true
 	}
@@ -99,12 +123,84 @@ func (f *filterSet) matches(subject string) bool {
 	if f.exact[subject] {
 		return true
 	}
-	for i := range len(subject) {
-		if subject[i] == '.' && f.wide[subject[:i]] {
-			return true
+	// A wide filter whose P is a proper prefix of the subject: its first prefixes in the map,
+	// the longer ones along the trie.
+	dots := 0
+	for i := 0; i < len(subject) && dots < mappedTokens; i++ {
+		if subject[i] == '.' {
+			if dots++; f.wide[subject[:i]] {
+				return true
+			}
+		}
+	}
+	if len(f.longEnds) > 0 {
+		if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+			n := root
+			for tok := range strings.SplitSeq(subject[:i], ".") {
+				next, ok := f.long.next(n, tok)
+				if !ok {
+					break
+				}
+				if n = next; f.longEnds[n] {
+					return true
+				}
+			}
 		}
 	}
 	return slices.ContainsFunc(f.starred, func(filter string) bool { return compiler.Covers(filter, subject) })
+}
+
+// tokenTree is a trie of subjects by token, held in one map from a node and a token to the
+// next node: walking a subject through it costs the subject's length once. Its zero value is
+// an empty tree.
+type tokenTree struct {
+	steps map[tokenStep]int32
+	nodes int32
+}
+
+type tokenStep struct {
+	from  int32
+	token string
+}
+
+// root is the node of the empty prefix.
+const root int32 = 0
+
+// add adds a subject and returns the node of its last token.
+func (t *tokenTree) add(subject string) int32 {
+	if t.steps == nil {
+		t.steps, t.nodes = map[tokenStep]int32{}, 1
+	}
+	n := root
+	for tok := range strings.SplitSeq(subject, ".") {
+		next, ok := t.steps[tokenStep{n, tok}]
+		if !ok {
+			next = t.nodes
+			t.nodes++
+			t.steps[tokenStep{n, tok}] = next
+		}
+		n = next
+	}
+	return n
+}
+
+// next is the node after n by one token, if the tree has it.
+func (t *tokenTree) next(n int32, token string) (int32, bool) {
+	next, ok := t.steps[tokenStep{n, token}]
+	return next, ok
+}
+
+// find is the node of a whole subject, if the tree has it.
+func (t *tokenTree) find(subject string) (int32, bool) {
+	n := root
+	for tok := range strings.SplitSeq(subject, ".") {
+		next, ok := t.next(n, tok)
+		if !ok {
+			return 0, false
+		}
+		n = next
+	}
+	return n, true
 }
 
 // checkAgreement compares, over the whole catalogue whether it runs or not, the derived subject
@@ -207,7 +303,7 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 				catalogue.Excerpt(emitter), catalogue.Excerpt(to), catalogue.Excerpt(to))
 			return
 		}
-		hint := didYouMean(emitter, l.emitters())
+		hint := didYouMean(l.emitters().Closest(emitter))
 		if emitter == "module" {
 			hint = "; `module.<m>.<event>` is the old bus's routing key: write `<m>.<event>`"
 		}
@@ -232,32 +328,26 @@ func (l *linter) checkConsume(t catalogue.Text, who string, published *subjectSe
 
 // disagreement says why a consumed name's subject has no publisher, and what to write instead.
 func (l *linter) disagreement(who, written string, c compiler.Consumed) string {
-	var events []string
+	var events *declaredNames
 	kind := "module"
 	if c.Seat {
 		kind = "seat"
-		events = values(l.ix.Seats[c.Emitter].Emits)
+		events = l.declaredList(declaredKey{"seat events", c.Emitter}, l.ix.Seats[c.Emitter].Emits)
 	} else {
-		m := l.ix.Modules[c.Emitter]
-		events = values(m.Emits)
+		events = l.declaredList(declaredKey{"module events", c.Emitter}, l.ix.Modules[c.Emitter].Emits)
 		// The holder's name written for its seat's event: the subject lands in the module's
 		// namespace, and the role announces in the seat's.
-		for _, claim := range m.Claims {
-			s := l.ix.Seat(claim.Value)
-			if s == nil {
-				continue
-			}
-			if c.All && len(s.Emits) > 0 {
-				return fmt.Sprintf("%s %s, but %s emits no events of its own: the events are seat %s's, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
-					who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+".**"))
-			}
-			if !c.All && slices.ContainsFunc(s.Emits, func(e catalogue.Text) bool { return e.Value == c.Event }) {
-				return fmt.Sprintf("%s %s, but %s does not emit %s: it is the event of seat %s, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
-					who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+"."+c.Event))
-			}
+		held := l.heldEvents(c.Emitter)
+		if s := held.any; c.All && s != nil {
+			return fmt.Sprintf("%s %s, but %s emits no events of its own: the events are seat %s's, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
+				who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+".**"))
+		}
+		if s := held.of[c.Event]; !c.All && s != nil {
+			return fmt.Sprintf("%s %s, but %s does not emit %s: it is the event of seat %s, which %s holds, and a role's event is published under the seat whoever holds it: consume %s",
+				who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), s.Name.Value, catalogue.Excerpt(c.Emitter), quote(s.Name.Value+"."+c.Event))
 		}
 	}
-	if len(events) == 0 {
+	if len(events.names) == 0 {
 		return fmt.Sprintf("%s %s, but %s %s emits no events, so nothing publishes it: consume an event something emits, or declare it in %s's emits",
 			who, catalogue.Excerpt(written), kind, catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Emitter))
 	}
@@ -266,7 +356,41 @@ func (l *linter) disagreement(who, written string, c compiler.Consumed) string {
 		return fmt.Sprintf("%s %s, and nothing %s emits matches it", who, catalogue.Excerpt(written), catalogue.Excerpt(c.Emitter))
 	}
 	return fmt.Sprintf("%s %s, but %s %s does not emit %s%s; it emits %s: consume one of those, or declare %s in %s's emits",
-		who, catalogue.Excerpt(written), kind, catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), meant(c.Event, events), list(events), catalogue.Excerpt(c.Event), catalogue.Excerpt(c.Emitter))
+		who, catalogue.Excerpt(written), kind, catalogue.Excerpt(c.Emitter), catalogue.Excerpt(c.Event), meant(events.hints.Closest(c.Event)), some(events.names), catalogue.Excerpt(c.Event), catalogue.Excerpt(c.Emitter))
+}
+
+// held is what the seats one module claims announce: the first claimed seat that emits
+// anything, and for each event the first claimed seat that emits it.
+type held struct {
+	any *catalogue.Seat
+	of  map[string]*catalogue.Seat
+}
+
+// heldEvents gathers what module's claimed seats announce, once per run.
+func (l *linter) heldEvents(module string) held {
+	if h, ok := l.held[module]; ok {
+		return h
+	}
+	if l.held == nil {
+		l.held = map[string]held{}
+	}
+	h := held{of: map[string]*catalogue.Seat{}}
+	for _, claim := range l.ix.Modules[module].Claims {
+		s := l.ix.Seat(claim.Value)
+		if s == nil {
+			continue
+		}
+		if h.any == nil && len(s.Emits) > 0 {
+			h.any = s
+		}
+		for _, e := range s.Emits {
+			if h.of[e.Value] == nil {
+				h.of[e.Value] = s
+			}
+		}
+	}
+	l.held[module] = h
+	return h
 }
 
 // checkCallAgrees checks one MODULE.TOOL a module calls or a person may call.
@@ -284,13 +408,13 @@ func (l *linter) checkCallAgrees(t catalogue.Text, served map[string]bool, who s
 		// The module's declaration is broken (or may be in an unread manifest), and has its finding.
 	case m == nil:
 		l.report(ruleCallAgreement, t.Pos, "%s %s, and there is no module %q to serve it: fix the module's name%s",
-			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), didYouMean(module, l.modules()))
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), didYouMean(l.modules().Closest(module)))
 	case len(m.Tools) == 0:
 		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s serves no tools: declare %s in %s's tools, or drop the call",
 			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), catalogue.Excerpt(tool), catalogue.Excerpt(module))
 	default:
-		tools := values(m.Tools)
+		tools := l.declaredList(declaredKey{"tools", module}, m.Tools)
 		l.report(ruleCallAgreement, t.Pos, "%s %s, but %s does not serve %s%s; it serves %s: fix the tool's name, or declare it in %s's tools",
-			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), catalogue.Excerpt(tool), meant(tool, tools), list(tools), catalogue.Excerpt(module))
+			who, catalogue.Excerpt(t.Value), catalogue.Excerpt(module), catalogue.Excerpt(tool), meant(tools.hints.Closest(tool)), some(tools.names), catalogue.Excerpt(module))
 	}
 }

@@ -367,12 +367,17 @@ func nodeExists(ix *catalogue.Index, node string) bool {
 func retentionCuts(a Against) []Break {
 	var out []Break
 	replaced := a.replaced()
+	// By name: a mesh has a work queue per seat that accepts work, thousands in a large one.
+	base := make(map[string]*jetstream.StreamConfig, len(a.Base.Plan.Streams))
+	for i := range a.Base.Plan.Streams {
+		base[a.Base.Plan.Streams[i].Config.Name] = &a.Base.Plan.Streams[i].Config
+	}
 	for _, hs := range a.Head.Plan.Streams {
-		i := slices.IndexFunc(a.Base.Plan.Streams, func(s compiler.Stream) bool { return s.Config.Name == hs.Config.Name })
-		if i < 0 {
+		bc := base[hs.Config.Name]
+		if bc == nil {
 			continue
 		}
-		b, h := a.Base.Plan.Streams[i].Config, hs.Config
+		b, h := *bc, hs.Config
 		name := h.Name
 		type cut struct{ setting, from, to string }
 		var cuts []cut
@@ -496,8 +501,13 @@ func contracts(a Against) []Break {
 	for _, name := range sortedKeys(base.Modules) {
 		m := base.Modules[name]
 		hm := head.Modules[name]
+		// Sets, not scans: a module may declare thousands.
+		var headEmits, headTools map[string]bool
+		if hm != nil {
+			headEmits, headTools = valueSet(hm.Emits), valueSet(hm.Tools)
+		}
 		for _, e := range m.Emits {
-			if hm == nil || !slices.ContainsFunc(hm.Emits, func(t catalogue.Text) bool { return t.Value == e.Value }) {
+			if hm == nil || !headEmits[e.Value] {
 				on := name + "." + e.Value
 				b := breakAt(ruleContract, at(m), on,
 					"event %s is gone: whoever consumes it hears nothing, and what EVENTS stored of it is no longer consumed", on).approveHint("keep emitting it")
@@ -506,7 +516,7 @@ func contracts(a Against) []Break {
 			}
 		}
 		for _, t := range m.Tools {
-			if hm == nil || !slices.ContainsFunc(hm.Tools, func(x catalogue.Text) bool { return x.Value == t.Value }) {
+			if hm == nil || !headTools[t.Value] {
 				on := name + "." + t.Value
 				b := breakAt(ruleContract, at(m), on,
 					"tool %s is gone: every call to it is answered \"no responders\"", on).approveHint("keep serving it")
@@ -527,7 +537,7 @@ func contracts(a Against) []Break {
 		if hs == nil {
 			hint := ""
 			if len(added) > 0 {
-				hint = fmt.Sprintf(" (new here: %s)", list(added))
+				hint = fmt.Sprintf(" (new here: %s)", some(added))
 			}
 			b := breakAt(ruleContract, a.meshPos(), name,
 				"seat %s is gone%s: work queued in %s waits with nobody to take it, and manifests naming it no longer resolve",
@@ -536,8 +546,9 @@ func contracts(a Against) []Break {
 			out = append(out, b)
 			continue
 		}
+		headAccepts, headEmits := valueSet(hs.Accepts), valueSet(hs.Emits)
 		for _, k := range s.Accepts {
-			if !slices.ContainsFunc(hs.Accepts, func(t catalogue.Text) bool { return t.Value == k.Value }) {
+			if !headAccepts[k.Value] {
 				on := name + "." + k.Value
 				b := breakAt(ruleContract, hs.Name.Pos, on,
 					"seat %s no longer accepts %s work: what is queued of it in %s is never taken, and whoever submits it is refused",
@@ -547,7 +558,7 @@ func contracts(a Against) []Break {
 			}
 		}
 		for _, e := range s.Emits {
-			if !slices.ContainsFunc(hs.Emits, func(t catalogue.Text) bool { return t.Value == e.Value }) {
+			if !headEmits[e.Value] {
 				on := name + "." + e.Value
 				b := breakAt(ruleContract, hs.Name.Pos, on,
 					"seat %s no longer emits %s: whoever consumes it hears nothing",
@@ -605,4 +616,13 @@ func apiLimit(v string) string {
 		return limit(n)
 	}
 	return v
+}
+
+// valueSet is the values of a list, as a set.
+func valueSet(ts []catalogue.Text) map[string]bool {
+	out := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		out[t.Value] = true
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func (l *linter) checkInventory() {
 			}
 			if m == nil {
 				l.report(ruleInventoryUnknown, r.Pos, "%s runs %q, and no manifest declares that module: add modules/%s.yaml, or fix the name%s",
-					n.Name.Value, r.Value, r.Value, didYouMean(r.Value, l.modules()))
+					n.Name.Value, r.Value, r.Value, didYouMean(l.modules().Closest(r.Value)))
 				continue
 			}
 			if seen[r.Value] {

@@ -126,7 +126,7 @@ func (l *linter) resolveSeat(t catalogue.Text) (seatRef, bool) {
 		return seatRef{}, false
 	}
 	l.report(ruleSeatUnknown, t.Pos, "nobody declares seat %q: declare it in some module's seats or in mesh.yaml's roles, or fix the name%s",
-		t.Value, didYouMean(t.Value, l.seats()))
+		t.Value, didYouMean(l.seats().Closest(t.Value)))
 	return seatRef{}, false
 }
 
@@ -143,7 +143,7 @@ func (l *linter) checkSeats() {
 	for _, a := range ix.Catalogue.Mesh.Aliases {
 		if l.ok(a.New) && ix.Seats[a.New.Value] == nil && !l.unread {
 			l.report(ruleAliasDangling, a.New.Pos, "alias %s → %s leads to a seat nobody declares, so %q resolves to nothing: declare %q, or point the alias at the seat's new name%s",
-				a.Old.Value, a.New.Value, a.Old.Value, a.New.Value, didYouMean(a.New.Value, l.seats()))
+				a.Old.Value, a.New.Value, a.Old.Value, a.New.Value, didYouMean(l.seats().Closest(a.New.Value)))
 		}
 	}
 

@@ -21,7 +21,7 @@ import (
 // Run asks the compiler for its findings alone (compiler.Findings): a caller that goes on to use
 // the plan calls Check.
 func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
-	findings, _ := lintCatalogue(c, loaded, false)
+	findings, _ := lintCatalogue(c, loaded, findingsOnly)
 	return findings
 }
 
@@ -29,10 +29,25 @@ func Run(c *catalogue.Catalogue, loaded catalogue.Findings) catalogue.Findings {
 // goes on to emit or apply does not compile the catalogue a second time. The plan is only worth
 // using when the findings hold no error.
 func Check(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
-	return lintCatalogue(c, loaded, true)
+	return lintCatalogue(c, loaded, explainedPlan)
 }
 
-func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool) (catalogue.Findings, *compiler.Plan) {
+// CheckBare is Check with the plan compiled without its explanations (compiler.CompileBare):
+// what `meshc emit` renders, for less of the compiler's and the collector's work.
+func CheckBare(c *catalogue.Catalogue, loaded catalogue.Findings) (catalogue.Findings, *compiler.Plan) {
+	return lintCatalogue(c, loaded, barePlan)
+}
+
+// planned is what a lint asks the compiler for beside its checks.
+type planned int
+
+const (
+	findingsOnly planned = iota
+	explainedPlan
+	barePlan
+)
+
+func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, want planned) (catalogue.Findings, *compiler.Plan) {
 	l := &linter{ix: catalogue.NewIndex(c), loaded: loaded, marked: map[catalogue.Pos]bool{}}
 
 	// The compiler only reads the catalogue and its index, as the checks below do, so it runs
@@ -43,12 +58,16 @@ func lintCatalogue(c *catalogue.Catalogue, loaded catalogue.Findings, plan bool)
 	}
 	compiled := make(chan compilation, 1)
 	go func() {
-		if !plan {
+		switch want {
+		case findingsOnly:
 			compiled <- compilation{nil, compiler.Findings(l.ix)}
-			return
+		case barePlan:
+			p, f := compiler.CompileBare(l.ix)
+			compiled <- compilation{p, f}
+		default:
+			p, f := compiler.Compile(l.ix)
+			compiled <- compilation{p, f}
 		}
-		p, f := compiler.Compile(l.ix)
-		compiled <- compilation{p, f}
 	}()
 
 	// One value at a time: grammar, reserved names, subjects where names belong.
@@ -93,10 +112,18 @@ type linter struct {
 	// scalar in one file, so it names the value.
 	marked map[catalogue.Pos]bool
 
-	// Candidate lists for "did you mean", sorted so the hint is the same on every run; built on
+	// Candidates for "did you mean", sorted so the hint is the same on every run; built on
 	// first use, since a clean catalogue never needs them. A name outside its grammar is never a
 	// candidate: "did you mean \"Stock\"?" suggests the very name the name finding refuses.
-	moduleNames, seatNames, emitterNames []string
+	// Indexed, because a catalogue may hold thousands of unknown names (suggest.Index).
+	moduleNames, seatNames, emitterNames *suggest.Index
+
+	// declared is what messages say of one emitter's events or one module's tools, gathered on
+	// first use: a finding at each of thousands of entries naming one module would otherwise
+	// gather them again each time.
+	declared map[declaredKey]*declaredNames
+	// held is, by module, what the seats it claims announce (heldEvents).
+	held map[string]held
 
 	// doubtful holds the names a broken declaration may stand for: modules whose manifest has a
 	// loader error, the file name of a manifest that could not be read (modules/old.yml says
@@ -168,44 +195,77 @@ func (l *linter) canonical(m *catalogue.Module) bool {
 // running reports whether the inventory runs a module anywhere.
 func (l *linter) running(module string) bool { return len(l.ix.Running[module]) > 0 }
 
-// didYouMean is "; did you mean %q?" when a candidate is close, else "".
-func didYouMean(word string, candidates []string) string {
-	if near := suggest.Closest(word, candidates); near != "" {
+// didYouMean is "; did you mean %q?" when near (a candidate suggest found) is one, else "".
+func didYouMean(near string) string {
+	if near != "" {
 		return fmt.Sprintf("; did you mean %q?", catalogue.Excerpt(near))
 	}
 	return ""
 }
 
-// meant is " (did you mean %q?)" when a candidate is close, else "", for the middle of a sentence.
-func meant(word string, candidates []string) string {
-	if near := suggest.Closest(word, candidates); near != "" {
+// meant is " (did you mean %q?)" when near is a candidate, else "", for the middle of a sentence.
+func meant(near string) string {
+	if near != "" {
 		return fmt.Sprintf(" (did you mean %q?)", catalogue.Excerpt(near))
 	}
 	return ""
 }
 
-func (l *linter) modules() []string {
+func (l *linter) modules() *suggest.Index {
 	if l.moduleNames == nil {
-		l.moduleNames = slices.DeleteFunc(sortedKeys(l.ix.Modules), func(n string) bool { return !validName(n) })
+		l.moduleNames = suggest.NewIndex(l.validModules())
 	}
 	return l.moduleNames
 }
 
-func (l *linter) seats() []string {
+func (l *linter) validModules() []string {
+	return slices.DeleteFunc(sortedKeys(l.ix.Modules), func(n string) bool { return !validName(n) })
+}
+
+func (l *linter) validSeats() []string {
+	return slices.DeleteFunc(sortedKeys(l.ix.Seats), func(n string) bool { return !validName(n) })
+}
+
+func (l *linter) seats() *suggest.Index {
 	if l.seatNames == nil {
-		l.seatNames = slices.DeleteFunc(sortedKeys(l.ix.Seats), func(n string) bool { return !validName(n) })
+		l.seatNames = suggest.NewIndex(l.validSeats())
 	}
 	return l.seatNames
 }
 
 // emitters are every name a consumed event may start with: modules and seats.
-func (l *linter) emitters() []string {
+func (l *linter) emitters() *suggest.Index {
 	if l.emitterNames == nil {
-		l.emitterNames = slices.Concat(l.modules(), l.seats())
-		slices.Sort(l.emitterNames)
-		l.emitterNames = slices.Compact(l.emitterNames)
+		names := slices.Concat(l.validModules(), l.validSeats())
+		slices.Sort(names)
+		l.emitterNames = suggest.NewIndex(slices.Compact(names))
 	}
 	return l.emitterNames
+}
+
+// declaredKey names one list a message may quote: a module's or a seat's events, a module's tools.
+type declaredKey struct {
+	what, name string
+}
+
+// declaredNames is one such list, as declared, and its hints.
+type declaredNames struct {
+	names []string
+	hints *suggest.Index
+}
+
+// declaredList gathers the list of key once per run.
+func (l *linter) declaredList(key declaredKey, ts []catalogue.Text) *declaredNames {
+	if d := l.declared[key]; d != nil {
+		return d
+	}
+	if l.declared == nil {
+		l.declared = map[declaredKey]*declaredNames{}
+	}
+	names := values(ts)
+	d := &declaredNames{names: names, hints: suggest.NewIndex(names)}
+	l.declared[key] = d
+	return d
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -215,6 +275,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// listed is how many names a message about one entry quotes of a list it cites: a module may
+// declare thousands of events, and a finding at each of thousands of entries naming it, each
+// quoting them all, would write a quadratic report.
+const listed = 8
+
+// some writes names as list does, the first few of a long list and how many more there are.
+func some(names []string) string {
+	if len(names) <= listed {
+		return list(names)
+	}
+	return list(append(slices.Clip(names[:listed]), fmt.Sprintf("%d more", len(names)-listed)))
 }
 
 // list writes names as `a, b and c` for a message, each as an excerpt.

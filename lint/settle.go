@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/meshc-dev/meshc/catalogue"
+	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
 var ruleIgnore = &catalogue.Rule{ID: "ignore", Severity: catalogue.Warning,
@@ -42,7 +43,7 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 		r := Lookup(s.Rule.Value)
 		switch {
 		case r == nil:
-			own = append(own, ruleIgnore.At(s.Rule.Pos, "lint.rules names %q, which is not a rule of meshc's%s", catalogue.Excerpt(s.Rule.Value), didYouMean(s.Rule.Value, ruleIDs())))
+			own = append(own, ruleIgnore.At(s.Rule.Pos, "lint.rules names %q, which is not a rule of meshc's%s", catalogue.Excerpt(s.Rule.Value), didYouMean(suggest.Closest(s.Rule.Value, ruleIDs()))))
 		case refusal(r) != "" && (s.Severity.Value == "off" || severityWords[s.Severity.Value] < r.Severity):
 			own = append(own, ruleIgnore.At(s.Severity.Pos, "%s; the setting is not applied", refusal(r)))
 		default:
@@ -69,7 +70,7 @@ func settle(c *catalogue.Catalogue, findings catalogue.Findings) catalogue.Findi
 			own = append(own, ruleIgnore.At(ig.Pos, "meshc:ignore names no rule: write `# meshc:ignore RULE reason`"))
 			continue
 		case r == nil:
-			own = append(own, ruleIgnore.At(ig.Pos, "meshc:ignore names %q, which is not a rule of meshc's%s", catalogue.Excerpt(ig.Rule), didYouMean(ig.Rule, ruleIDs())))
+			own = append(own, ruleIgnore.At(ig.Pos, "meshc:ignore names %q, which is not a rule of meshc's%s", catalogue.Excerpt(ig.Rule), didYouMean(suggest.Closest(ig.Rule, ruleIDs()))))
 			continue
 		case refusal(r) != "":
 			own = append(own, ruleIgnore.At(ig.Pos, "%s; this ignore silences nothing", refusal(r)))
