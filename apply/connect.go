@@ -43,6 +43,8 @@ type Bus struct {
 	User string
 	// APIPrefix is the JetStream API prefix requests go to.
 	APIPrefix string
+	// Version is the nats-server release the connection was made to, as its INFO named it.
+	Version string
 
 	once    sync.Once
 	refused chan struct{}
@@ -74,6 +76,12 @@ func Connect(e Endpoint) (*Bus, error) {
 	nc, err := nats.Connect(e.URL, opts...)
 	if err != nil {
 		return nil, dialError(b.Server, b.User, err)
+	}
+	// Before anything is asked: an older server takes what it does not know and ignores it.
+	b.Version = nc.ConnectedServerVersion()
+	if err := checkServerVersion(b.Server, b.Version); err != nil {
+		nc.Close()
+		return nil, err
 	}
 	b.Conn = nc
 	return b, nil

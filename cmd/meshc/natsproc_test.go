@@ -60,7 +60,14 @@ var (
 // meshc does not know of.
 func startServerProcess(t *testing.T, conf, logFile string) *serverProcess {
 	t.Helper()
-	p := &serverProcess{cmd: exec.Command("nats-server", "-c", conf), log: logFile}
+	return startServerBinary(t, "nats-server", conf, logFile)
+}
+
+// startServerBinary is startServerProcess with another nats-server binary: a release built by
+// the test.
+func startServerBinary(t *testing.T, binary, conf, logFile string) *serverProcess {
+	t.Helper()
+	p := &serverProcess{cmd: exec.Command(binary, "-c", conf), log: logFile}
 	if logFile == "" {
 		p.log = filepath.Join(t.TempDir(), "nats-server.log")
 		out, err := os.Create(p.log)
