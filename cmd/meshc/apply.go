@@ -259,6 +259,9 @@ func runApply(inv *invocation, args []string) int {
 		Lock: apply.LockOptions{Holder: apply.HolderName(plan.Account), Wait: *lockTimeout,
 			Waiting: func(h apply.LockHolder) {
 				say(fmt.Sprintf("waiting up to %s for the lock held by %s", *lockTimeout, h))
+			},
+			TookOver: func(h apply.LockHolder, why string) {
+				say(fmt.Sprintf("took over the lock of %s: %s", h, why))
 			}},
 		Users: users, NewBus: *newBus,
 		Accounts: accounts,
