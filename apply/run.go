@@ -108,6 +108,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Result, error) {
 	}
 	opts := r.Options
 	opts.Fence = fence
+	opts.ServerVersion = bus.Version
 	if err := Refusals(changes, opts); err != nil {
 		if r.Accounts != nil {
 			err = fmt.Errorf("%w\n%s was not written either", err, r.Accounts.path)
