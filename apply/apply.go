@@ -379,9 +379,10 @@ func (a *applier) consumer(ctx context.Context, c change.Change, point *change.R
 				recreates++
 				return errStillDeleting
 			}
-			return err
+			return a.readBack(ctx, c, want, err)
 		}
 		_, err := a.js.UpdateConsumer(ctx, c.Stream, want)
+		err = a.readBack(ctx, c, want, err)
 		var ae *jetstream.APIError
 		if old, moving := oldValue(c.Fields, "deliver_subject"); moving && errors.As(err, &ae) &&
 			ae.ErrorCode == jetstream.JSErrCodeConsumerNameExists {
@@ -391,6 +392,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change, point *change.R
 			want.DeliverSubject = old
 			a.note(change.KeepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
 			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)
+			err = a.readBack(ctx, c, want, err)
 		}
 		return err
 	})
@@ -412,4 +414,30 @@ func oldValue(fields []change.Field, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// readBack judges a consumer create or update whose answer apply cannot take at its word by what
+// the server stores. After a restart, nats-server 2.15 answered an update from one filter to two
+// with the old configuration while it stored the new one, and nats.go turned the missing
+// filter_subjects into "multiple consumer filter subjects not supported by nats-server": the
+// commonest change exited 2, and every later run of its saved plan was refused as drift
+// (docs/nats.md, "Consumers and which updates the server refuses"). Any other error is the
+// server's word, and stands.
+func (a *applier) readBack(ctx context.Context, c change.Change, want jetstream.ConsumerConfig, err error) error {
+	if !errors.Is(err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported) && !errors.Is(err, jetstream.ErrConsumerCreationResponseEmpty) {
+		return err
+	}
+	info, rerr := a.consumerInfo(ctx, c.Stream, c.Consumer)
+	if rerr != nil {
+		return fmt.Errorf("%w; reading it back to see what the server stores: %w", err, rerr)
+	}
+	differs := change.StoredDiffers(info.Config, want)
+	if len(differs) == 0 {
+		return nil
+	}
+	var what []string
+	for _, f := range differs {
+		what = append(what, fmt.Sprintf("%s %s (asked %s)", f.Name, f.Old, f.New))
+	}
+	return fmt.Errorf("%w; read back, the server stores %s: it does not hold what was asked, so this nats-server cannot make the change", err, strings.Join(what, ", "))
 }
