@@ -107,7 +107,7 @@ func TestALockRequestLostToAStoppedLeaderIsAskedAgain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three nats-server processes and a leader election: not with -short")
 	}
-	c := natsproc.StartCluster(t, 3, "")
+	c := natsproc.StartCluster(t, 3, "", nil)
 	nc, js := connect(t, c.URLs())
 	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "first"})
 	if err != nil {

@@ -133,7 +133,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Result, error) {
 		}
 	}
 	if changes.Empty() {
-		return nil, nil
+		return nil, leftUnread(changes)
 	}
 	result, err := Apply(ctx, js, changes, opts)
 	for _, n := range result.Notes {
@@ -145,7 +145,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Result, error) {
 	if err != nil {
 		return &result, WhyStopped(ctx, err)
 	}
-	return &result, nil
+	return &result, leftUnread(changes)
 }
 
 // recordAccounts records the delivery on the bus, with the server's config_digest when the

@@ -125,6 +125,8 @@ Exit status:
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
+  3  applied what the bus let it read, and left objects the server reported missing or offline
+     (a cluster's node down) as they are: apply again when the cluster is whole
 `
 
 func runApply(inv *invocation, args []string) int {
@@ -282,6 +284,12 @@ func runApply(inv *invocation, args []string) int {
 	}
 	result, err := run.Do(ctx, bus)
 	switch {
+	case errors.Is(err, apply.ErrUnread):
+		if result != nil {
+			say(fmt.Sprintf("applied %d change(s)", result.Applied))
+		}
+		say(err.Error())
+		return exitUnread
 	case err != nil:
 		say(err.Error())
 		return exitFor(err)

@@ -115,8 +115,10 @@ func Alone(t testing.TB, extra string) *Server {
 }
 
 // StartCluster starts n JetStream server processes in one cluster, and waits until JetStream
-// answers on every one of them.
-func StartCluster(t testing.TB, n int, extra string) *Cluster {
+// answers on every one of them, connecting with opts. files are written into each server's Dir
+// first (an accounts file its configuration includes: an include's path is relative to the
+// including file).
+func StartCluster(t testing.TB, n int, extra string, files map[string][]byte, opts ...nats.Option) *Cluster {
 	t.Helper()
 	ports := FreePorts(t, 2*n)
 	c := &Cluster{}
@@ -133,6 +135,9 @@ func StartCluster(t testing.TB, n int, extra string) *Cluster {
 		if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		for name, data := range files {
+			s.WriteFile(name, data)
+		}
 		c.Servers = append(c.Servers, s)
 		t.Cleanup(s.Terminate)
 	}
@@ -140,9 +145,21 @@ func StartCluster(t testing.TB, n int, extra string) *Cluster {
 		s.Start()
 	}
 	for _, s := range c.Servers {
-		s.WaitJetStream(60 * time.Second)
+		s.WaitJetStream(60*time.Second, opts...)
 	}
 	return c
+}
+
+// WriteFile writes a file into the server's Dir (atomically: a reload must never read half).
+func (s *Server) WriteFile(name string, data []byte) {
+	s.t.Helper()
+	tmp := filepath.Join(s.Dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.Dir, name)); err != nil {
+		s.t.Fatal(err)
+	}
 }
 
 // FreePorts reserves n loopback ports and releases them for servers to take.
