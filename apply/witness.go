@@ -103,7 +103,7 @@ func ServerConfigDigest(ctx context.Context, monitor string) (string, error) {
 func CheckAccounts(ctx context.Context, js jetstream.JetStream, want, monitor string) AccountsEvidence {
 	const deliver = "deliver them where the server runs: `meshc apply --accounts PATH --reload PID` (README: Where the accounts are delivered from)"
 	var rec AccountsRecord
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	kv, err := openBucket(ctx, js, bucketTiming{}.withDefaults())
 	if err == nil {
 		var entry jetstream.KeyValueEntry
 		if entry, err = kv.Get(ctx, accountsKey); err == nil {
