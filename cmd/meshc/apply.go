@@ -44,7 +44,10 @@ the plan no longer has is deleted only with --prune; a stream holding messages i
 replaced only with --purge-non-empty as well, and whether it holds any is checked by the server
 at the delete; and a change the server makes by dropping stored messages (a limit lowered,
 retention limits -> interest, discard new -> old) only with --allow-discard, the plan saying how
-many it drops. Briefly unavailable JetStream (a cluster electing a leader)
+many it drops. A replaced consumer is paused first and its replacement starts after what it
+acknowledged, as read once the acknowledgements in flight landed; a replace that would still
+deliver acknowledged messages again is refused (nats-server 2.11 or later: it needs the pause).
+Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
 One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
