@@ -582,21 +582,27 @@ func (s *soak) stopWorkers() {
 }
 
 // publish publishes numbered events, each with its number as its message id (so a publish
-// retried is stored once).
+// retried is stored once). The numbers are this instance's life's: an instance started again
+// under the same user counts afresh, and within the stream's duplicate window a reused id is
+// answered as a duplicate and not stored.
 func (s *soak) publish(ctx context.Context, w *soakWorker) {
-	r := rand.New(rand.NewPCG(uint64(len(w.user)), uint64(time.Now().UnixNano())))
+	life := time.Now().UnixNano()
+	r := rand.New(rand.NewPCG(uint64(len(w.user)), uint64(life)))
 	for n := 0; ctx.Err() == nil; n++ {
 		s.world.RLock()
 		subject := w.subjects[r.IntN(len(w.subjects))]
-		id := fmt.Sprintf("%s#%d", w.user, n)
+		id := fmt.Sprintf("%s#%d#%d", w.user, life, n)
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// Every id is this publish's own, so an answer "duplicate" is nats.go's retry of it
+		// finding it stored: stored once, counted once.
 		_, err := w.js.Publish(pctx, subject, []byte(id), jetstream.WithMsgID(id))
 		cancel()
 		s.mu.Lock()
-		if err == nil {
+		switch {
+		case err == nil:
 			s.published[subject]++
 			s.stats.published++
-		} else {
+		default:
 			s.uncertain[subject]++
 		}
 		s.mu.Unlock()
