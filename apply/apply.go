@@ -44,6 +44,12 @@ type Options struct {
 	RetryFor time.Duration
 	// AttemptTimeout bounds one attempt. Default 10 s.
 	AttemptTimeout time.Duration
+	// SettleFor bounds the wait, in a consumer's replace, for the acknowledgements in flight
+	// of the paused old consumer (settle.go). Default 10 s.
+	SettleFor time.Duration
+	// ServerVersion is the nats-server release the bus runs, as its INFO named it; a replace
+	// of a consumer needs 2.11 (a pause). Read from the connection when empty.
+	ServerVersion string
 	// AfterDelete, when set, is called in a consumer's replace between the delete and the
 	// create; an error stops that replace there, as a kill or a lost server would. For tests of
 	// what a rerun recovers.
@@ -84,6 +90,9 @@ func (o Options) withDefaults() Options {
 	if o.AttemptTimeout <= 0 {
 		o.AttemptTimeout = 10 * time.Second
 	}
+	if o.SettleFor <= 0 {
+		o.SettleFor = 10 * time.Second
+	}
 	return o
 }
 
@@ -93,6 +102,9 @@ func (o Options) withDefaults() Options {
 // change set computed from a bus that already matches does nothing.
 func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts Options) (Result, error) {
 	opts = opts.withDefaults()
+	if opts.ServerVersion == "" {
+		opts.ServerVersion = js.Conn().ConnectedServerVersion()
+	}
 	if err := Refusals(cs, opts); err != nil {
 		return Result{}, err
 	}
@@ -128,11 +140,15 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts 
 			panic("apply: phase 3 holds consumers made, changed or replaced only")
 		}
 	}
-	if err := a.consumers(ctx, phases[3]); err != nil {
+	refused, err := a.consumers(ctx, phases[3], cs.Stale)
+	if err != nil {
 		return a.result(), err
 	}
 	if err := a.forgetStale(ctx, cs.Stale); err != nil {
 		return a.result(), err
+	}
+	if len(refused) > 0 {
+		return a.result(), refusedReplaces(refused, a.result().Applied)
 	}
 	return a.result(), nil
 }
@@ -140,14 +156,19 @@ func Apply(ctx context.Context, js jetstream.JetStream, cs change.Changes, opts 
 // concurrently runs op on each change, at most Concurrency at once, reporting each; the first
 // error ends the rest.
 func (a *applier) concurrently(ctx context.Context, changes []change.Change, op func(context.Context, change.Change) error) error {
+	return a.each(ctx, changes, func(ctx context.Context, c change.Change) error {
+		err := op(ctx, c)
+		a.report(c, err)
+		return err
+	})
+}
+
+// each is concurrently without reporting: for a step that is not an object done.
+func (a *applier) each(ctx context.Context, changes []change.Change, op func(context.Context, change.Change) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(a.opts.Concurrency)
 	for _, c := range changes {
-		g.Go(func() error {
-			err := op(gctx, c)
-			a.report(c, err)
-			return err
-		})
+		g.Go(func() error { return op(gctx, c) })
 	}
 	return g.Wait()
 }
@@ -196,6 +217,12 @@ func refusalsOf(cs change.Changes, opts Options) []string {
 		}
 		switch c.Action {
 		case change.Replace:
+			if v, ok := ParseServerVersion(opts.ServerVersion); ok && c.Kind == change.KindConsumer && !v.AtLeast(PauseServerVersion) {
+				// No flag gives this: without a pause the replacement delivers again what the
+				// old one acknowledged while it was replaced (settle.go).
+				refused = append(refused, fmt.Sprintf("%s must be replaced, and the server runs nats-server %s: replacing a consumer without delivering again what it acknowledged needs %s or later, which pauses it first; upgrade the server, or keep the plan's consumer as it is", noun, opts.ServerVersion, PauseServerVersion))
+				continue
+			}
 			if !opts.AllowReplace {
 				var why []string
 				for _, f := range c.Fields {
@@ -278,7 +305,7 @@ func (a *applier) one(ctx context.Context, c change.Change) error {
 	if c.Kind == change.KindStream {
 		return a.stream(ctx, c)
 	}
-	return a.consumer(ctx, c)
+	return a.consumer(ctx, c, nil)
 }
 
 func (a *applier) stream(ctx context.Context, c change.Change) error {
@@ -319,7 +346,9 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 	return nil
 }
 
-func (a *applier) consumer(ctx context.Context, c change.Change) error {
+// consumer makes, changes, replaces or deletes one consumer. A replace starts its replacement
+// at point, the old consumer's as read once it was paused (settle.go).
+func (a *applier) consumer(ctx context.Context, c change.Change, point *change.ResumePoint) error {
 	verb := c.Action.Word()
 	// A replace's resume point is on its stream before this runs (resume.go).
 	if c.Action == change.Delete || c.Action == change.Replace {
@@ -343,6 +372,9 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 		}
 	}
 	want := *c.ConsumerConfig
+	if point != nil {
+		want.DeliverPolicy, want.OptStartSeq, want.OptStartTime = point.DeliverPolicy, point.OptStartSeq, point.OptStartTime
+	}
 	recreates := 0
 	err := a.call(ctx, func(ctx context.Context) error {
 		if c.Action != change.Update {
@@ -354,9 +386,10 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 				recreates++
 				return errStillDeleting
 			}
-			return err
+			return a.readBack(ctx, c, want, err)
 		}
 		_, err := a.js.UpdateConsumer(ctx, c.Stream, want)
+		err = a.readBack(ctx, c, want, err)
 		var ae *jetstream.APIError
 		if old, moving := oldValue(c.Fields, "deliver_subject"); moving && errors.As(err, &ae) &&
 			ae.ErrorCode == jetstream.JSErrCodeConsumerNameExists {
@@ -366,6 +399,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change) error {
 			want.DeliverSubject = old
 			a.note(change.KeepsSubject(c.Stream, c.Consumer, old, c.ConsumerConfig.DeliverSubject))
 			_, err = a.js.UpdateConsumer(ctx, c.Stream, want)
+			err = a.readBack(ctx, c, want, err)
 		}
 		return err
 	})
@@ -387,4 +421,30 @@ func oldValue(fields []change.Field, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// readBack judges a consumer create or update whose answer apply cannot take at its word by what
+// the server stores. After a restart, nats-server 2.15 answered an update from one filter to two
+// with the old configuration while it stored the new one, and nats.go turned the missing
+// filter_subjects into "multiple consumer filter subjects not supported by nats-server": the
+// commonest change exited 2, and every later run of its saved plan was refused as drift
+// (docs/nats.md, "Consumers and which updates the server refuses"). Any other error is the
+// server's word, and stands.
+func (a *applier) readBack(ctx context.Context, c change.Change, want jetstream.ConsumerConfig, err error) error {
+	if !errors.Is(err, jetstream.ErrConsumerMultipleFilterSubjectsNotSupported) && !errors.Is(err, jetstream.ErrConsumerCreationResponseEmpty) {
+		return err
+	}
+	info, rerr := a.consumerInfo(ctx, c.Stream, c.Consumer)
+	if rerr != nil {
+		return fmt.Errorf("%w; reading it back to see what the server stores: %w", err, rerr)
+	}
+	differs := change.StoredDiffers(info.Config, want)
+	if len(differs) == 0 {
+		return nil
+	}
+	var what []string
+	for _, f := range differs {
+		what = append(what, fmt.Sprintf("%s %s (asked %s)", f.Name, f.Old, f.New))
+	}
+	return fmt.Errorf("%w; read back, the server stores %s: it does not hold what was asked, so this nats-server cannot make the change", err, strings.Join(what, ", "))
 }

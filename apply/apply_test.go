@@ -532,11 +532,12 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 func TestRetryBacksOffAndGivesUp(t *testing.T) {
 	calls := 0
 	start := time.Now()
-	err := retry(t.Context(), 800*time.Millisecond, func(context.Context) error {
+	err := retry(t.Context(), time.Second, func(context.Context) error {
 		calls++
 		return nats.ErrNoResponders
 	})
-	// 250 ms, then 500 ms: the next wait would pass the budget.
+	// 250 ms, then 500 ms: the next wait (1 s) would pass the budget, with room for a loaded
+	// machine oversleeping each wait.
 	if err == nil || calls != 3 || !errors.Is(err, nats.ErrNoResponders) {
 		t.Fatalf("after %d calls in %s: %v", calls, time.Since(start), err)
 	}

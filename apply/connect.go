@@ -43,6 +43,8 @@ type Bus struct {
 	User string
 	// APIPrefix is the JetStream API prefix requests go to.
 	APIPrefix string
+	// Version is the nats-server release the connection was made to, as its INFO named it.
+	Version string
 
 	once    sync.Once
 	refused chan struct{}
@@ -74,6 +76,12 @@ func Connect(e Endpoint) (*Bus, error) {
 	nc, err := nats.Connect(e.URL, opts...)
 	if err != nil {
 		return nil, dialError(b.Server, b.User, err)
+	}
+	// Before anything is asked: an older server takes what it does not know and ignores it.
+	b.Version = nc.ConnectedServerVersion()
+	if err := checkServerVersion(b.Server, b.Version); err != nil {
+		nc.Close()
+		return nil, err
 	}
 	b.Conn = nc
 	return b, nil
@@ -163,46 +171,67 @@ func (b *Bus) JetStream() (jetstream.JetStream, error) {
 	return jetstream.NewWithAPIPrefix(b.Conn, b.APIPrefix)
 }
 
-// CheckJetStream asks the account's JetStream for its information once, so that a user without
+// CheckJetStream asks the account's JetStream for its information, so that a user without
 // the JetStream API, an inbox prefix the user is not granted, or a server without JetStream is
-// said within seconds, before anything else is asked.
+// said within seconds, before anything else is asked. timeout bounds one attempt. A cluster
+// electing a meta leader answers 10008 or nothing at all, and is asked again, with the backoff
+// of every other request, for checkBudget (docs/nats.md, "Retries and what is transient").
 func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 	subject := b.APIPrefix + ".INFO"
-	deadline := time.Now().Add(timeout)
-	for {
+	// "No responders" is seen for a moment while a server restarts; for longer, it is a server
+	// (or an account) without JetStream, said without a minute of retries.
+	noJetStreamAfter := time.Now().Add(timeout)
+	var final error
+	err := retry(ctx, checkBudget, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, min(timeout, 5*time.Second))
 		msg, err := b.RequestWithContext(rctx, subject, nil)
 		cancel()
 		var r *Refusal
 		switch {
 		case errors.As(err, &r):
-			return err
-		case errors.Is(err, nats.ErrNoResponders) && time.Now().Add(250*time.Millisecond).Before(deadline):
-			// Also seen for a moment while a server restarts (docs/nats.md, "Retries and what is
-			// transient"): asked again briefly before it is taken as no JetStream at all.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(250 * time.Millisecond):
-			}
-			continue
-		case errors.Is(err, nats.ErrNoResponders) && b.APIPrefix != DefaultAPIPrefix:
-			return fmt.Errorf("nothing answers %s at %s: the server has no JetStream at that prefix; check the JetStream domain or API prefix (--js-domain, --js-api-prefix, the context's jetstream_domain), or that the server runs JetStream", subject, b.Server)
-		case errors.Is(err, nats.ErrNoResponders):
-			return fmt.Errorf("nothing answers %s at %s: the server runs without JetStream, or this account has none (the server needs jetstream enabled, and the account `jetstream: enabled`)", subject, b.Server)
-		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-			return fmt.Errorf("%s at %s did not answer in %s: a cluster without a meta leader answers nothing, so check that a majority of its servers is up; with a JetStream domain, check --js-domain", subject, b.Server, timeout)
+			final = err
+			return nil
+		case errors.Is(err, nats.ErrNoResponders) && time.Now().After(noJetStreamAfter):
+			final = b.noJetStream(subject)
+			return nil
 		case err != nil:
-			return fmt.Errorf("asking %s: %w", subject, err)
+			return err
 		}
 		var info struct {
 			Error *jetstream.APIError `json:"error"`
 		}
 		if jerr := json.Unmarshal(msg.Data, &info); jerr == nil && info.Error != nil {
-			return fmt.Errorf("asking %s at %s: %w", subject, b.Server, explain(info.Error))
+			return info.Error
 		}
 		return nil
+	})
+	switch {
+	case final != nil:
+		return final
+	case err == nil:
+		return nil
+	case errors.Is(err, nats.ErrNoResponders):
+		return b.noJetStream(subject)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return fmt.Errorf("%s at %s did not answer, asked again for %s: a cluster without a meta leader answers nothing, so check that a majority of its servers is up; with a JetStream domain, check --js-domain", subject, b.Server, checkBudget)
 	}
+	var ae *jetstream.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("asking %s at %s: %w", subject, b.Server, explain(err))
+	}
+	return fmt.Errorf("asking %s: %w", subject, err)
+}
+
+// checkBudget is how long the first JetStream check is asked again on the transient failures:
+// the about a minute the README promises.
+var checkBudget = 60 * time.Second
+
+// noJetStream says why nothing answers the JetStream API.
+func (b *Bus) noJetStream(subject string) error {
+	if b.APIPrefix != DefaultAPIPrefix {
+		return fmt.Errorf("nothing answers %s at %s: the server has no JetStream at that prefix; check the JetStream domain or API prefix (--js-domain, --js-api-prefix, the context's jetstream_domain), or that the server runs JetStream", subject, b.Server)
+	}
+	return fmt.Errorf("nothing answers %s at %s: the server runs without JetStream, or this account has none (the server needs jetstream enabled, and the account `jetstream: enabled`)", subject, b.Server)
 }
 
 // Refusal is the server's Permissions Violation: final, never retried.

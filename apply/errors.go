@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/change"
 )
 
 // errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
@@ -91,4 +93,23 @@ func explain(err error) error {
 		return fmt.Errorf("%w: the connection to the bus was lost; check the server is up and apply again", err)
 	}
 	return err
+}
+
+// ErrUnread is what a plan or an apply that did its job returns, wrapped with how many, when the
+// server reported objects missing or offline: they were left as they are, so the bus may still
+// differ from the plan there, and a job that reads success would not know (`meshc apply` and
+// `meshc plan` exit 3).
+var ErrUnread = errors.New("left unread")
+
+// LeftUnread says that n objects could not be read and were left as they are.
+func LeftUnread(n int) error {
+	return fmt.Errorf("%d object(s) %w: the server reported them missing or offline (their leaders did not answer, or their peers are down), so they were neither made, changed nor deleted, and the bus may still differ from the plan there; apply again when the cluster's servers are back", n, ErrUnread)
+}
+
+// leftUnread is LeftUnread for a change set, nil when it read everything.
+func leftUnread(cs change.Changes) error {
+	if n := cs.Unreadable(); n > 0 {
+		return LeftUnread(n)
+	}
+	return nil
 }

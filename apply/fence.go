@@ -7,10 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/meshc-dev/meshc/compiler"
 )
 
 // The lock's revision is a fencing token. Renewal alone finds a lost lock only at its next
@@ -36,14 +33,8 @@ func (l *Lock) read() error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 10*time.Second)
 	defer cancel()
+	// A bucket deleted is told from a server restarting by the bucket's Get (bucket.go).
 	entry, err := l.kv.Get(ctx, lockKey)
-	if errors.Is(err, nats.ErrNoResponders) {
-		// A key is read by a direct get, which nothing answers once the bucket is deleted;
-		// but also, briefly, while a server restarts. The stream says which.
-		if _, serr := l.js.Stream(ctx, compiler.ApplyBucketStream); errors.Is(serr, jetstream.ErrStreamNotFound) {
-			err = serr
-		}
-	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		return l.lost("its key is gone (broken with --break-lock, or the bucket deleted)")

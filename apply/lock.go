@@ -59,7 +59,24 @@ type LockOptions struct {
 	Waiting func(LockHolder)
 	// WaitingEvery is how often Waiting is told again. Default 15 s.
 	WaitingEvery time.Duration
+	// TookOver, when set, is told whose lock was taken over and why: it had expired, or it was
+	// not a record an apply writes.
+	TookOver func(held LockHolder, why string)
+	// AttemptTimeout bounds one request of the lock's bucket, RetryFor the retries of one
+	// request on the transient failures. Defaults 5 s and 60 s.
+	AttemptTimeout, RetryFor time.Duration
 }
+
+func (o LockOptions) timing() bucketTiming {
+	return bucketTiming{Attempt: o.AttemptTimeout, Budget: o.RetryFor}.withDefaults()
+}
+
+// lockHorizon is how far ahead of now a lock record may say it expires and still be one an
+// apply wrote: an apply writes now + TTL at every renewal, so a record claiming to last far past
+// that — a year, written by whoever may write the bucket (in one account, a caller steering a
+// tool's answer there) — would otherwise hold every apply off until then. The slack is for
+// clocks apart: ten TTLs, ten minutes at the default.
+func lockHorizon(ttl time.Duration) time.Duration { return 10 * ttl }
 
 // Lock is a held apply lock.
 type Lock struct {
@@ -92,8 +109,9 @@ func (l *Lock) Holder() LockHolder {
 	return l.holder
 }
 
-// stateBucket opens apply's bucket, making it the first time. An identical create answers OK,
-// so two applies making it at once both succeed.
+// stateBucket opens apply's bucket, making it the first time, every request through the
+// bucket's retry (bucket.go). An identical create answers OK, so two applies making it at once
+// both succeed.
 //
 // Before making it, a user that may not write to it is found out: a request to a key's subject
 // with no bucket behind it answers "no responders" when the publish is allowed, and only times
@@ -103,30 +121,44 @@ func (l *Lock) Holder() LockHolder {
 // stream refuses it unstored (a plain write would have stored an empty lock over its holder's)
 // and the bucket is opened after all.
 //
-// Its replica count is asked of the server: three when the server says it is in a cluster
-// (its INFO names one, whatever URLs the client was given: three naming one server, or one
-// naming a node of a no_advertise cluster), else one; a cluster that cannot place three (two
-// nodes, or peers down) gets one, and the bucket's description says so.
+// Its replicas follow the meta group's size, as the server's placement tells it: three when the
+// server says it is in a cluster (its INFO names one, whatever URLs the client was given: three
+// naming one server, or one naming a node of a no_advertise cluster), fewer when the cluster
+// cannot place three — two JetStream servers answer 10005, no suitable peers; peers short of
+// resources 10023 — and one alone. The bucket's description says when it has fewer than three.
+// The bucket is made once, so a two-node cluster's first apply waits placementWait for it.
 func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	return stateBucketWith(ctx, js, bucketTiming{}.withDefaults())
+}
+
+func stateBucketWith(ctx context.Context, js jetstream.JetStream, timing bucketTiming) (jetstream.KeyValue, error) {
+	kv, err := openBucket(ctx, js, timing)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}
 	nc := js.Conn()
-	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
-	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	answer, err := nc.RequestMsgWithContext(pctx, probe)
-	cancel()
+	var answer *nats.Msg
+	err = timing.call(ctx, func(ctx context.Context) error {
+		probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
+		probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+		var err error
+		answer, err = nc.RequestMsgWithContext(ctx, probe)
+		if errors.Is(err, nats.ErrNoResponders) {
+			return nil // the publish is allowed and no bucket is there: the answer looked for
+		}
+		if err != nil {
+			return explainRequestError(nc, err)
+		}
+		return nil
+	})
 	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-	case err == nil && isStreamMismatch(answer):
+	case err != nil:
+		return nil, fmt.Errorf("writing to the bucket, before making it: %w", err)
+	case answer != nil && isStreamMismatch(answer):
 		// Made meanwhile by another apply: the refusal stored nothing.
-		return js.KeyValue(ctx, compiler.ApplyBucket)
-	case err == nil:
+		return openBucket(ctx, js, timing)
+	case answer != nil:
 		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q): find what subscribes to $KV.%s.> on the bus (a stream or a service), move it, and apply again", answer.Data, compiler.ApplyBucket)
-	default:
-		return nil, fmt.Errorf("writing to the bucket, before making it: %w", explainRequestError(nc, err))
 	}
 	cfg := jetstream.KeyValueConfig{
 		Bucket:      compiler.ApplyBucket,
@@ -138,15 +170,60 @@ func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValu
 	if nc.ConnectedClusterName() != "" {
 		cfg.Replicas = 3
 	}
-	kv, err = js.CreateKeyValue(ctx, cfg)
-	var ae *jetstream.APIError
-	// 10023: insufficient resources.
-	if cfg.Replicas > 1 && errors.As(err, &ae) && ae.ErrorCode == 10023 {
-		cfg.Replicas = 1
-		cfg.Description += " (made with one replica: the cluster could not place three)"
-		kv, err = js.CreateKeyValue(ctx, cfg)
+	// A cluster just started places fewer replicas than it has servers until every server has
+	// joined its meta group (seen: a fresh three-node cluster answering three replicas with
+	// 10005 for a moment), so a count is asked again for placementWait before a lower one.
+	placeBy := time.Now().Add(placementWait)
+	for {
+		err = timing.call(ctx, func(ctx context.Context) error {
+			var err error
+			kv, err = js.CreateKeyValue(ctx, cfg)
+			return err
+		})
+		var ae *jetstream.APIError
+		if cfg.Replicas > 1 && errors.As(err, &ae) && (ae.ErrorCode == errInsufficientResources || ae.ErrorCode == errNoSuitablePeers) {
+			if time.Now().Before(placeBy) {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
+			}
+			cfg.Replicas--
+			cfg.Description = fmt.Sprintf("meshc apply: the lock that lets one apply at a time change the bus (made with %d replica(s): the cluster could not place three)", cfg.Replicas)
+			placeBy = time.Now().Add(placementWait)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &bucket{KeyValue: kv, js: js, timing: timing}, nil
 	}
-	return kv, err
+}
+
+// placementWait is how long the bucket's replica count is asked again before a lower one.
+var placementWait = 10 * time.Second
+
+// errInsufficientResources is the server's "insufficient resources" (JSInsufficientResourcesErr).
+const errInsufficientResources jetstream.ErrorCode = 10023
+
+// errNoSuitablePeers is the server's "no suitable peers for placement" (JSClusterNoPeersErr):
+// what two JetStream servers answer for three replicas.
+const errNoSuitablePeers jetstream.ErrorCode = 10005
+
+// openBucket opens apply's bucket, or says it is not there (ErrBucketNotFound).
+func openBucket(ctx context.Context, js jetstream.JetStream, timing bucketTiming) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := timing.call(ctx, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, compiler.ApplyBucket)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &bucket{KeyValue: kv, js: js, timing: timing}, nil
 }
 
 // probeStream is the stream the bucket probe says it expects: no stream is called that (a
@@ -178,7 +255,7 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 	if opts.WaitingEvery <= 0 {
 		opts.WaitingEvery = 15 * time.Second
 	}
-	kv, err := stateBucket(ctx, js)
+	kv, err := stateBucketWith(ctx, js, opts.timing())
 	if err != nil {
 		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, explain(err))
 	}
@@ -203,10 +280,23 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 			return nil, fmt.Errorf("read the apply lock: %w", explain(err))
 		}
 		var held LockHolder
-		if json.Unmarshal(entry.Value(), &held) != nil || now.After(held.Expires) {
-			// Expired (or not a record at all): taken over only if nobody else did first.
+		var why string
+		switch {
+		case json.Unmarshal(entry.Value(), &held) != nil:
+			why = "it is not a lock record"
+			held = LockHolder{Holder: fmt.Sprintf("unreadable record %q", entry.Value())}
+		case now.After(held.Expires):
+			why = "it expired"
+		case held.Expires.Sub(now) > lockHorizon(opts.TTL):
+			why = fmt.Sprintf("it claims to last until %s, far past the %s an apply's lock lasts unrenewed: no apply wrote it", held.Expires.UTC().Format(time.RFC3339), opts.TTL)
+		}
+		if why != "" {
+			// Taken over only if nobody else did first.
 			rev, err := kv.Update(ctx, lockKey, data, entry.Revision())
 			if err == nil {
+				if opts.TookOver != nil {
+					opts.TookOver(held, why)
+				}
 				return startLock(ctx, js, kv, rec, rev, opts.TTL), nil
 			}
 			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
@@ -301,7 +391,7 @@ func isWrongLastSequence(err error) bool {
 // whose lock it was, or nil when nothing held it. The holder, if alive, finds out before its
 // next write (Lock.Check) or at its next renewal, and stops.
 func BreakLock(ctx context.Context, js jetstream.JetStream) (*LockHolder, error) {
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	kv, err := openBucket(ctx, js, bucketTiming{}.withDefaults())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}

@@ -74,8 +74,9 @@ func startMeshBus(t *testing.T) *meshBus {
 	return startMeshBusIn(t, dir, examplePlan(t))
 }
 
-// startMeshBusIn starts (or, with the same dir, restarts) the bus with its store under dir.
-func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan) *meshBus {
+// startMeshBusIn starts (or, with the same dir, restarts) the bus with its store under dir. The
+// users named in mintAlso get passwords too, for a test that connects as them.
+func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan, mintAlso ...string) *meshBus {
 	t.Helper()
 	b := &meshBus{plan: plan, dir: dir, passwords: map[string]string{}}
 	pwFile := filepath.Join(dir, "passwords")
@@ -96,6 +97,11 @@ func startMeshBusIn(t *testing.T, dir string, plan *compiler.Plan) *meshBus {
 			b.passwords[u.Name] = pw
 		}
 		mint(&plan.Users[0])
+		for i := range plan.Users {
+			if slices.Contains(mintAlso, plan.Users[i].Name) {
+				mint(&plan.Users[i])
+			}
+		}
 		// Another application in the mesh's account (the one with JetStream), in either isolation.
 		other := compiler.User{Name: "other-app", Kind: compiler.KindPerson, Account: plan.Account,
 			Publish: compiler.Permission{Allow: []string{">"}}, Subscribe: compiler.Permission{Allow: []string{">"}}}

@@ -184,6 +184,7 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 				s.Consumers = append(s.Consumers, change.Consumer{
 					Stream: s.Name, Name: ci.Name, Config: ci.Config,
 					PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
+					Pending: ci.NumAckPending, AckedAboveFloor: ackedAboveFloor(ci),
 				})
 			}
 			seen[ci.Name] = true
@@ -349,4 +350,14 @@ func explainRequestError(nc Requester, err error) error {
 		}
 	}
 	return err
+}
+
+// ackedAboveFloor counts a consumer's deliveries above its ack floor that are not pending: the
+// consumer sequence counts every delivery, the floor's is the delivery just below the first
+// message still pending (nats-server's consumer.go, moveAckFloor), so what lies between and is
+// not pending was acknowledged — or is a redelivery, which makes it a bound, exact when nothing
+// above the floor was delivered twice.
+func ackedAboveFloor(ci *jetstream.ConsumerInfo) uint64 {
+	above := ci.Delivered.Consumer - min(ci.Delivered.Consumer, ci.AckFloor.Consumer)
+	return above - min(above, uint64(max(ci.NumAckPending, 0)))
 }

@@ -17,23 +17,25 @@ import (
 )
 
 // Resume points live on the stream whose consumer they resume (change/resume.go says why). Each
-// round of consumer changes records the points of its replaces first, one metadata edit per
-// stream, then deletes and makes the consumers, then removes the points it used, again one edit
-// per stream: a handful of stream updates however many consumers are replaced.
+// round of consumer changes pauses the consumers it replaces and reads them again (settle.go),
+// records their points first, one metadata edit per stream, then deletes and makes the
+// consumers, then removes the points it used, again one edit per stream: a handful of stream
+// updates however many consumers are replaced.
 
-// resumeChunk bounds the points one round records on one stream: the server refuses a stream
-// whose metadata passes 128 KiB (JSMaxMetadataLen), and a point with a long consumer name takes
-// about 400 bytes.
+// resumeChunk bounds the points one round has on one stream: the server refuses a stream whose
+// metadata passes 128 KiB (JSMaxMetadataLen), and a point with a long consumer name takes about
+// 400 bytes. A point an earlier apply left for a consumer this one makes again counts too: it
+// stays on the stream until its round is done.
 const resumeChunk = 200
 
-// rounds splits the consumer changes so no round records more than resumeChunk points on one
-// stream; the first round carries every change that records none.
+// rounds splits the consumer changes so no round has more than resumeChunk points on one
+// stream; the first round carries every change that has none.
 func rounds(changes []change.Change) [][]change.Change {
 	var out [][]change.Change
 	perStream := map[string]int{}
 	for _, c := range changes {
 		i := 0
-		if c.Action == change.Replace {
+		if c.Action == change.Replace || c.ResumeRecorded {
 			i = perStream[c.Stream] / resumeChunk
 			perStream[c.Stream]++
 		}
@@ -45,20 +47,57 @@ func rounds(changes []change.Change) [][]change.Change {
 	return out
 }
 
-// consumers applies the consumer changes round by round.
-func (a *applier) consumers(ctx context.Context, changes []change.Change) error {
+// consumers applies the consumer changes round by round, and returns the replaces it refused
+// because the old consumer would deliver again what it acknowledged (settle.go): those are left
+// as they are, the rest applied. The stale points the plan listed are removed in the same edit
+// as a round's points are recorded, before it: left to the end, enough of them (applies killed
+// in their rounds) outgrew the 128 KiB a stream's metadata may hold, and every rerun's first
+// record was refused before the cleanup could run.
+func (a *applier) consumers(ctx context.Context, changes []change.Change, stale []change.StaleResume) ([]string, error) {
+	staleOn := map[string][]string{}
+	for _, s := range stale {
+		staleOn[s.Stream] = append(staleOn[s.Stream], change.ResumePoint{Consumer: s.Consumer}.Key())
+	}
+	var refused []string
 	for _, round := range rounds(changes) {
-		record := map[string][]change.ResumePoint{}
+		var replaces []change.Change
 		for _, c := range round {
 			if c.Action == change.Replace {
-				r := change.StartOf(c.Stream, c.Consumer, c.ConsumerConfig)
-				r.Recorded = time.Now().UTC()
-				record[c.Stream] = append(record[c.Stream], r)
+				replaces = append(replaces, c)
 			}
 		}
+		points, err := a.settle(ctx, replaces)
+		if err != nil {
+			for _, c := range round {
+				a.report(c, err)
+			}
+			return refused, err
+		}
+		record := map[string][]change.ResumePoint{}
+		var kept []change.Change
+		for _, c := range round {
+			if c.Action != change.Replace {
+				kept = append(kept, c)
+				continue
+			}
+			s := points[c.Name()]
+			if s.refused != "" {
+				refused = append(refused, s.refused)
+				a.report(c, errors.New(s.refused))
+				continue
+			}
+			r := s.point
+			r.Recorded = time.Now().UTC()
+			record[c.Stream] = append(record[c.Stream], r)
+			kept = append(kept, c)
+		}
+		round = kept
 		if err := a.eachStream(ctx, record, func(ctx context.Context, stream string, points []change.ResumePoint) error {
 			// Where the replacements start is on the stream before the old ones are gone.
 			if err := a.editMetadata(ctx, stream, func(md map[string]string) {
+				for _, k := range staleOn[stream] {
+					delete(md, k)
+				}
 				for _, r := range points {
 					md[r.Key()] = r.Value()
 				}
@@ -67,16 +106,23 @@ func (a *applier) consumers(ctx context.Context, changes []change.Change) error 
 			}
 			return nil
 		}); err != nil {
+			// Paused for nothing: they deliver again now, not when their pause runs out.
+			a.unpause(context.WithoutCancel(ctx), replaces)
 			for _, c := range round {
 				a.report(c, err)
 			}
-			return err
+			return refused, err
 		}
 
 		var mu sync.Mutex
 		used := map[string][]change.ResumePoint{}
-		err := a.concurrently(ctx, round, func(ctx context.Context, c change.Change) error {
-			if err := a.consumer(ctx, c); err != nil {
+		err = a.concurrently(ctx, round, func(ctx context.Context, c change.Change) error {
+			var point *change.ResumePoint
+			if c.Action == change.Replace {
+				p := points[c.Name()].point
+				point = &p
+			}
+			if err := a.consumer(ctx, c, point); err != nil {
 				return err
 			}
 			if c.Action == change.Replace || c.ResumeRecorded {
@@ -90,10 +136,10 @@ func (a *applier) consumers(ctx context.Context, changes []change.Change) error 
 		// behind they would be stale, and the next plan would say so.
 		a.forget(context.WithoutCancel(ctx), used, "exists again")
 		if err != nil {
-			return err
+			return refused, err
 		}
 	}
-	return nil
+	return refused, nil
 }
 
 // forgetStale removes the stale resume points the plan listed.

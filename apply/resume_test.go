@@ -292,3 +292,55 @@ func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
 	requireEmpty(t, diffNow(t, b.controller.nc, renamed, change.DiffOptions{}), "the renamed consumer exists and no point is left")
 	b.controller.requireNoViolation(t)
 }
+
+// Stale points from applies killed in their rounds, filling EVENTS' metadata to just under the
+// 128 KiB the server takes: the next replace records its point in the same edit that removes
+// them, so it fits, where recording first and cleaning last was refused on every rerun.
+func TestStalePointsAreRemovedBeforeARoundRecords(t *testing.T) {
+	b := startMeshBus(t)
+	consumer, plan := replaceable(t, b)
+	ctx := t.Context()
+	s, err := b.other.Stream(ctx, compiler.EventsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	md := map[string]string{}
+	size := 0
+	for k, v := range cfg.Metadata {
+		md[k] = v
+		size += len(k) + len(v)
+	}
+	// The point of a consumer the plan never had, as a killed apply would leave.
+	point := func(i int) (string, string) {
+		r := change.ResumePoint{Consumer: fmt.Sprintf("gone_%05d", i), DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: uint64(i + 1), Recorded: time.Now().UTC()}
+		return r.Key(), r.Value()
+	}
+	stale := 0
+	for {
+		k, v := point(stale)
+		// As many as fit: the replace's own point (its consumer's name is longer) does not.
+		if size+len(k)+len(v) > 128*1024 {
+			break
+		}
+		md[k], size = v, size+len(k)+len(v)
+		stale++
+	}
+	cfg.Metadata = md
+	if _, err := b.other.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("filling the metadata with %d stale points (%d bytes): %v", stale, size, err)
+	}
+	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
+	if len(cs.Stale) != stale || cs.Count(change.Replace) != 1 {
+		t.Fatalf("the plan lists %d stale points and %d replaces, want %d and 1", len(cs.Stale), cs.Count(change.Replace), stale)
+	}
+	if _, err := Apply(ctx, b.controller.js, cs, Options{AllowReplace: true}); err != nil {
+		t.Fatalf("a replace beside %d stale points (%d bytes of metadata): %v", stale, size, err)
+	}
+	if points := resumePoints(t, b); len(points) != 0 {
+		t.Fatalf("%d points left after the apply", len(points))
+	}
+	requireEmpty(t, diffNow(t, b.controller.nc, plan, change.DiffOptions{}), "the replace was made and the stale points removed")
+	requireResumedAfterFloor(t, b, consumer)
+	b.controller.requireNoViolation(t)
+}

@@ -112,7 +112,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 	if r.DryRun {
 		return out, nil
 	}
-	if err := r.refusals(live, changes); err != nil {
+	if err := r.refusals(bus, live, changes); err != nil {
 		return nil, err
 	}
 
@@ -138,7 +138,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 				return nil, err
 			}
 		}
-		if err := r.refusals(live, changes); err != nil {
+		if err := r.refusals(bus, live, changes); err != nil {
 			return nil, err
 		}
 		out.Changes = changes
@@ -169,7 +169,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 			return out, WhyStopped(ctx, err)
 		}
 	}
-	return out, nil
+	return out, leftUnread(changes)
 }
 
 // look reads what the bus holds and diffs the plan against it.
@@ -211,8 +211,11 @@ func (r *Run) decide(ctx context.Context, bus *Bus, live *change.State, changes 
 // refusals are every refusal of the change set, in one error: the flags it needs, what no flag
 // permits (another's objects and accounts, a mesh account re-keyed away from its streams), and
 // an operator-mode mesh that would start empty beside its history.
-func (r *Run) refusals(live *change.State, changes change.Changes) error {
+func (r *Run) refusals(bus *Bus, live *change.State, changes change.Changes) error {
 	opts := r.Options
+	if bus != nil {
+		opts.ServerVersion = bus.Version
+	}
 	refused := append(refusalsOf(changes, opts), changes.Refusals()...)
 	if err := StartsEmpty(live, r.Plan, r.NewBus); err != nil {
 		refused = append(refused, err.Error())

@@ -52,7 +52,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// cluster is a 3-node in-process JetStream cluster (docs/nats.md, "Testing against a real server").
+// cluster is an in-process JetStream cluster, 3 nodes unless said (docs/nats.md, "Testing against a real server").
 type cluster struct {
 	t       *testing.T
 	opts    []*server.Options
@@ -73,7 +73,12 @@ func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 // on top.
 func runClusterFrom(t *testing.T, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
 	t.Helper()
-	const n = 3
+	return runClusterOf(t, 3, base, edits...)
+}
+
+// runClusterOf is runClusterFrom with n nodes.
+func runClusterOf(t *testing.T, n int, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
+	t.Helper()
 	ports := freePorts(t, 2*n)
 	dir := t.TempDir()
 	c := &cluster{t: t, base: base, edits: edits}

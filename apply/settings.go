@@ -163,7 +163,7 @@ func (c Connection) Dial() (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), checkBudget+c.Timeout+5*time.Second)
 	defer cancel()
 	if err := bus.CheckJetStream(ctx, c.Timeout); err != nil {
 		bus.Close()

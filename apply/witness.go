@@ -81,7 +81,7 @@ const principalsKey = "accounts.delivered.principals"
 // when nothing is, and the record without its principals when they were not recorded (a meshc
 // from before they were).
 func ReadAccountsRecord(ctx context.Context, js jetstream.JetStream) (*AccountsRecord, *change.Principals, error) {
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	kv, err := openBucket(ctx, js, bucketTiming{})
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil, nil
 	}
@@ -174,7 +174,7 @@ func putRecord(ctx context.Context, js jetstream.JetStream, key string, data []b
 
 // getRecord reads what putRecord wrote; nil, nil when nothing (or nothing whole) is recorded.
 func getRecord(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
-	kv, err := js.KeyValue(ctx, compiler.ApplyBucket)
+	kv, err := openBucket(ctx, js, bucketTiming{})
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}

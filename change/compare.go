@@ -63,15 +63,26 @@ func consumerFields(h, w jetstream.ConsumerConfig) []Field {
 }
 
 // resumeAfterAckFloor makes a replacement consumer start after the last message the old one
-// acknowledged, so replacing it neither replays its history nor skips what is pending.
+// acknowledged, so replacing it neither replays its history nor skips what is pending. Where it
+// starts is taken again at apply, from the old consumer read once it is paused and its
+// acknowledgements in flight have settled; what the plan says is where it would start now.
 func resumeAfterAckFloor(have Consumer, want *jetstream.ConsumerConfig, c *Change) {
+	if have.AckedAboveFloor > 0 {
+		c.Notes = append(c.Notes, fmt.Sprintf("consumer %s has acknowledged up to %d messages above its ack floor, past %d delivered and not yet acknowledged: a replacement starting after the floor would deliver them again, so apply pauses the consumer, waits for the acknowledgements in flight, reads it again, and refuses the replace if any acknowledged message would still be delivered again", have.Name, have.AckedAboveFloor, have.Pending))
+	}
 	if have.AckFloor == 0 {
 		return
 	}
 	want.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 	want.OptStartSeq = have.AckFloor + 1
 	want.OptStartTime = nil
-	c.Notes = append(c.Notes, fmt.Sprintf("the new consumer %s resumes at stream sequence %d, after the last message the old one acknowledged; apply records this on the bus before the delete, so a rerun after a stop between delete and create resumes there too", have.Name, want.OptStartSeq))
+	c.Notes = append(c.Notes, fmt.Sprintf("the new consumer %s resumes at stream sequence %d, after the last message the old one acknowledged (as it stands now: apply takes the point again once the old one is paused); apply records this on the bus before the delete, so a rerun after a stop between delete and create resumes there too", have.Name, want.OptStartSeq))
+}
+
+// StoredDiffers lists the settings in which a consumer the server stores differs from the one
+// apply asked for, both normalised: what an answer apply cannot take at its word is judged by.
+func StoredDiffers(stored, asked jetstream.ConsumerConfig) []Field {
+	return consumerFields(normalConsumer(stored), normalConsumer(asked))
 }
 
 // compareStructs lists every field, by its JSON name, whose values differ. Every field is

@@ -72,6 +72,9 @@ func normalConsumer(c jetstream.ConsumerConfig) jetstream.ConsumerConfig {
 	c.FilterSubject = ""
 	c.FilterSubjects = sortedCopy(c.FilterSubjects)
 	c.Metadata = userMetadata(c.Metadata)
+	// A pause is apply's own, while it replaces the consumer, never the plan's: an apply stopped
+	// with the consumer paused leaves it to unpause by itself.
+	c.PauseUntil = nil
 	return c
 }
 

@@ -47,6 +47,11 @@ type Consumer struct {
 	// AckFloor is the last stream sequence the consumer acknowledged in order: where a
 	// replacement resumes.
 	AckFloor uint64
+	// Pending counts the messages delivered and not yet acknowledged; AckedAboveFloor the
+	// deliveries above the ack floor that are not pending — each an acknowledged message (or a
+	// redelivery), which a replacement starting after the floor would deliver again.
+	Pending         int
+	AckedAboveFloor uint64
 	// Unavailable: reported missing or offline, as for a stream.
 	Unavailable string
 }

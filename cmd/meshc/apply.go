@@ -45,7 +45,10 @@ the plan no longer has is deleted only with --prune; a stream holding messages i
 replaced only with --purge-non-empty as well, and whether it holds any is checked by the server
 at the delete; and a change the server makes by dropping stored messages (a limit lowered,
 retention limits -> interest, discard new -> old) only with --allow-discard, the plan saying how
-many it drops. Briefly unavailable JetStream (a cluster electing a leader)
+many it drops. A replaced consumer is paused first and its replacement starts after what it
+acknowledged, as read once the acknowledgements in flight landed; a replace that would still
+deliver acknowledged messages again is refused (nats-server 2.11 or later: it needs the pause).
+Briefly unavailable JetStream (a cluster electing a leader)
 is retried; anything else stops with what to do, and a rerun converges.
 
 One apply at a time changes a bus: apply takes a lock on the bus itself (a key in the KV
@@ -134,6 +137,8 @@ Exit status:
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached or
      refused a request, another apply held the lock past --lock-timeout, the accounts file
      cannot be written, or the server did not take the reload
+  3  applied what the bus let it read, and left objects the server reported missing or offline
+     (a cluster's node down) as they are: apply again when the cluster is whole
 `
 
 func runApply(inv *invocation, args []string) int {
@@ -299,6 +304,9 @@ func runApply(inv *invocation, args []string) int {
 		Lock: apply.LockOptions{Holder: apply.HolderName(plan.Account), Wait: *lockTimeout,
 			Waiting: func(h apply.LockHolder) {
 				say(fmt.Sprintf("waiting up to %s for the lock held by %s", *lockTimeout, h))
+			},
+			TookOver: func(h apply.LockHolder, why string) {
+				say(fmt.Sprintf("took over the lock of %s: %s", h, why))
 			}},
 		Users: users, NewBus: *newBus,
 		Out: stdout, Format: format, Say: say,
@@ -343,7 +351,11 @@ func runApply(inv *invocation, args []string) int {
 			say(line)
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, apply.ErrUnread):
+		say(err.Error())
+		return exitUnread
+	case err != nil:
 		say(err.Error())
 		return exitFor(err)
 	}

@@ -64,7 +64,7 @@ func TestApplyWaitsForTheLockAndBreakLockNamesTheHolder(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	lock, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "ci job 1234", TTL: time.Hour})
+	lock, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "ci job 1234", TTL: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

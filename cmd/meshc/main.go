@@ -25,6 +25,10 @@ const (
 	exitOK      = 0 // clean: nothing wrong, nothing to change
 	exitFailed  = 1 // findings or differences: meshc did its job and the answer is "no"
 	exitCantRun = 2 // meshc could not do its job: bad flags, unreadable input, server unreachable
+	// exitUnread: plan or apply did its job on what the bus let it read, and left objects the
+	// server reported missing or offline as they are: the bus may still differ from the plan
+	// there, which a CI job must not read as success.
+	exitUnread = 3
 )
 
 // A command is one subcommand. Adding one is a file holding its run function and one entry in

@@ -60,14 +60,26 @@ var (
 // meshc does not know of.
 func startServerProcess(t *testing.T, conf, logFile string) *serverProcess {
 	t.Helper()
-	return startServerProcessIn(t, "", conf, logFile)
+	return startServerBinaryIn(t, "nats-server", "", conf, logFile)
 }
 
 // startServerProcessIn is startServerProcess in the working directory dir, from which the
 // configuration's relative paths (a resolver's directory) are taken.
 func startServerProcessIn(t *testing.T, dir, conf, logFile string) *serverProcess {
 	t.Helper()
-	p := &serverProcess{cmd: exec.Command("nats-server", "-c", conf), log: logFile}
+	return startServerBinaryIn(t, "nats-server", dir, conf, logFile)
+}
+
+// startServerBinary is startServerProcess with another nats-server binary: a release built by
+// the test.
+func startServerBinary(t *testing.T, binary, conf, logFile string) *serverProcess {
+	t.Helper()
+	return startServerBinaryIn(t, binary, "", conf, logFile)
+}
+
+func startServerBinaryIn(t *testing.T, binary, dir, conf, logFile string) *serverProcess {
+	t.Helper()
+	p := &serverProcess{cmd: exec.Command(binary, "-c", conf), log: logFile}
 	p.cmd.Dir = dir
 	if logFile == "" {
 		p.log = filepath.Join(t.TempDir(), "nats-server.log")

@@ -70,6 +70,8 @@ Exit status:
   0  nothing would change
   1  something would change, or the catalogue has errors
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached
+  3  nothing would change in what the bus let it read, but the server reported objects missing
+     or offline (a cluster's node down): the bus may still differ there
 `
 
 // againstHelp is the --against flag of plan and lint.
@@ -208,6 +210,10 @@ func runPlan(inv *invocation, args []string) int {
 		fmt.Fprintf(stderr, "meshc plan: saved to %s; 'meshc apply %s' applies exactly this\n", *save, *save)
 	}
 	if changes.Empty() {
+		if n := changes.Unreadable(); n > 0 {
+			fmt.Fprintf(stderr, "meshc plan: %v\n", apply.LeftUnread(n))
+			return exitUnread
+		}
 		return exitOK
 	}
 	return exitFailed

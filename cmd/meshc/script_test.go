@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/meshc-dev/meshc/internal/natsproc"
 	"github.com/meshc-dev/meshc/internal/natsserver"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -27,6 +28,9 @@ var update = flag.Bool("update", false, "rewrite the files scripts compare again
 // must not reach a test, as most NATS users' machines have both. So the whole test process runs
 // with a configuration home of its own and no NATS_* variable, and each script with its own.
 func TestMain(m *testing.M) {
+	// A nats-server process of the test binary's own (internal/natsproc), for the tests that
+	// stop or kill a cluster's nodes.
+	natsproc.RunIfServer()
 	testscript.Main(hermetic{m}, map[string]func(){
 		"meshc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
 		// A real nats-server process for the tests that signal one (natsproc_test.go).

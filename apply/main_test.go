@@ -1,0 +1,15 @@
+package apply
+
+import (
+	"os"
+	"testing"
+
+	"github.com/meshc-dev/meshc/internal/natsproc"
+)
+
+// TestMain lets the test binary be a nats-server process of its own, for the tests that stop
+// or kill one (internal/natsproc).
+func TestMain(m *testing.M) {
+	natsproc.RunIfServer()
+	os.Exit(m.Run())
+}
