@@ -127,7 +127,7 @@ func approvalTable(a *Approval) *table {
 	return &table{what: "an approval", label: "an approval's ", doc: "One break made on purpose, with its reason.",
 		required: []string{"rule", "on", "reason"},
 		fields: []field{
-			{"rule", oneOf(&a.Rule, "replay", "retention", "widening", "contract"), "The breaking rule approved: replay, retention, widening or contract."},
+			{"rule", oneOf(&a.Rule, "replay", "retention", "widening", "credential", "contract"), "The breaking rule approved: replay, retention, widening, credential or contract."},
 			{"on", text(&a.On), "What the break is about: a consumer STREAM/name, a stream, a bus user, an event or tool MODULE.NAME, a seat, or work SEAT.KIND."},
 			{"from", text(&a.From), "What the break changes from, as its finding spells it (retention: `max-age 720h`); left out when the break has no before."},
 			{"to", text(&a.To), "What the break changes to, as its finding spells it (retention: `max-age 24h`; replay: the new consumer STREAM/name; widening: what the user may now do); left out when the break has no after (contract: what was offered is gone)."},

@@ -31,6 +31,9 @@ var (
 	ruleApprovalUnmatched = &catalogue.Rule{ID: "approval-unmatched", Severity: catalogue.Warning,
 		Summary: "with --against: an approval in mesh.yaml that matches no break of the change, or names another before and after than the change has",
 		Why:     "An approval names the break it was given for; one left in place after its change merged, or written for 720h → 24h when the change now says 1h, must not approve what nobody reviewed."}
+	ruleCredential = &catalogue.Rule{ID: "credential", Severity: catalogue.Warning,
+		Summary: "with --against: a bus user's credential re-minted or taken from another user, or a key of keys.yaml (the operator's, its signing key, the system account's, the probe key, an account's) changed",
+		Why: "A credential decides who logs in as whom: a re-mint shuts out the holder of the old one and lets in whoever minted the new, one user recording another's lets either log in as both, and a changed key re-signs or re-keys what the servers trust. Each reaches the bus as one changed line a reviewer reads past; said here, it is approved by name, with its reason."}
 	ruleContract = &catalogue.Rule{ID: "contract", Severity: catalogue.Error,
 		Summary: "with --against: an event, tool, seat or kind of work the base offered that is gone, or a seat renamed without an alias",
 		Why:     "Whoever still consumes, calls or submits it meets silence, and work queued for a seat waits with nobody to take it."}
@@ -163,6 +166,7 @@ func Breaks(a Against) []Break {
 	out = append(out, replays(a)...)
 	out = append(out, retentionCuts(a)...)
 	out = append(out, widenings(a)...)
+	out = append(out, credentialMoves(a)...)
 	out = append(out, contracts(a)...)
 	approvals := a.Head.Index.Catalogue.Mesh.Approvals
 	for i := range out {
@@ -481,6 +485,63 @@ func widenings(a Against) []Break {
 		out = append(out, b.approveHint("if that is not meant, take the grant away"))
 	}
 	return out
+}
+
+// credentialMoves: each user whose recorded credential changes (re-minted, or one another user
+// records), and each key of keys.yaml that changes, at the line of the head that records it.
+func credentialMoves(a Against) []Break {
+	var out []Break
+	cat := a.Head.Index.Catalogue
+	for _, uc := range a.Compared.Users {
+		if uc.Credential == nil || uc.Removed {
+			continue
+		}
+		pos := a.meshPos()
+		if cat.Credentials != nil {
+			if h, ok := cat.Credentials.Hashes[uc.User]; ok {
+				pos = h.Pos
+			}
+		}
+		b := breakAt(ruleCredential, pos, uc.User, "bus user %s %s", uc.User, uc.Credential.Means(uc.User))
+		b.From, b.To = uc.Credential.Was, uc.Credential.Now
+		if len(uc.Credential.Of) > 0 {
+			b.To = "the credential of " + strings.Join(uc.Credential.Of, ", ")
+			out = append(out, b.approveHint("mint it a credential of its own: `meshc mint "+uc.User+"`"))
+			continue
+		}
+		out = append(out, b.approveHint("if nobody meant to rotate it, restore the base's line"))
+	}
+	for _, k := range compiler.CompareKeys(a.Base.Plan, a.Head.Plan) {
+		b := breakAt(ruleCredential, keyPos(cat, k.What, a.meshPos()), k.What, "keys.yaml's %s changes (%s → %s): %s", k.What, k.Was, k.Now, k.Means)
+		b.From, b.To = k.Was, k.Now
+		out = append(out, b.approveHint("if nobody meant to change it, restore the base's key"))
+	}
+	return out
+}
+
+// keyPos is where keys.yaml records the key a KeyChange names.
+func keyPos(c *catalogue.Catalogue, what string, fallback catalogue.Pos) catalogue.Pos {
+	k := c.Keys
+	if k == nil {
+		return fallback
+	}
+	var t catalogue.Text
+	switch what {
+	case "operator":
+		t = k.Operator
+	case "signing key":
+		t = k.SigningKey
+	case "system account":
+		t = k.SystemAccount
+	case "probe key":
+		t = k.ProbeKey
+	default:
+		t = k.Accounts[strings.TrimPrefix(what, "account ")]
+	}
+	if t.Pos.File == "" {
+		return fallback
+	}
+	return t.Pos
 }
 
 // contracts: what the base offered — an event, a tool, a seat, a kind of work — and the head no

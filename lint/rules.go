@@ -54,6 +54,7 @@ var Rules = []*Rule{
 	ruleReplay,
 	ruleRetention,
 	ruleWidening,
+	ruleCredential,
 	ruleContract,
 	ruleApprovalUnmatched,
 	ruleCredentialInvalid,

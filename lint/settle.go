@@ -15,7 +15,7 @@ var ruleIgnore = &catalogue.Rule{ID: "ignore", Severity: catalogue.Warning,
 
 // breakRules are judged between two catalogues and approved one break at a time in approve:,
 // with its reason; a catalogue-wide switch or an inline ignore would approve every break at once.
-var breakRules = []*Rule{ruleReplay, ruleRetention, ruleWidening, ruleContract}
+var breakRules = []*Rule{ruleReplay, ruleRetention, ruleWidening, ruleCredential, ruleContract}
 
 // severityWords are what lint.rules sets a rule to; "off" silences it.
 var severityWords = map[string]catalogue.Severity{"info": catalogue.Info, "warning": catalogue.Warning, "error": catalogue.Error}
