@@ -33,7 +33,7 @@ var (
 		Why:     "An approval names the break it was given for; one left in place after its change merged, or written for 720h → 24h when the change now says 1h, must not approve what nobody reviewed."}
 	ruleCredential = &catalogue.Rule{ID: "credential", Severity: catalogue.Warning,
 		Summary: "with --against: a bus user's credential re-minted or taken from another user, or a key of keys.yaml (the operator's, its signing key, the system account's, the probe key, an account's) changed",
-		Why: "A credential decides who logs in as whom: a re-mint shuts out the holder of the old one and lets in whoever minted the new, one user recording another's lets either log in as both, and a changed key re-signs or re-keys what the servers trust. Each reaches the bus as one changed line a reviewer reads past; said here, it is approved by name, with its reason."}
+		Why:     "A credential decides who logs in as whom: a re-mint shuts out the holder of the old one and lets in whoever minted the new, one user recording another's lets either log in as both, and a changed key re-signs or re-keys what the servers trust. Each reaches the bus as one changed line a reviewer reads past; said here, it is approved by name, with its reason."}
 	ruleContract = &catalogue.Rule{ID: "contract", Severity: catalogue.Error,
 		Summary: "with --against: an event, tool, seat or kind of work the base offered that is gone, or a seat renamed without an alias",
 		Why:     "Whoever still consumes, calls or submits it meets silence, and work queued for a seat waits with nobody to take it."}
