@@ -79,7 +79,8 @@ func BenchmarkPathological(b *testing.B) {
 }
 
 // pathologicalSizes is the entries (or manifests, or tokens) of each shape: a size and four
-// times it, and with MESHC_BENCH_FULL=1 100,000 (a manifest of 100,000 consumes took 23 s to lint before lint was linear).
+// times it, and with MESHC_BENCH_FULL=1 100,000 (a manifest of 100,000 consumes took 23 s to
+// lint before lint was linear).
 func pathologicalSizes() []int {
 	sizes := []int{5_000, 20_000}
 	if os.Getenv(fullSizesVar) == "1" {
