@@ -253,7 +253,9 @@ func (c *soakCatalogue) write(t *testing.T, dir string) {
 			fmt.Fprintf(&mesh, "  %s: %s\n", old, c.aliases[old])
 		}
 	}
-	fmt.Fprintf(&mesh, "streams:\n  events: {max-age: %s, max-msgs-per-subject: %d, replicas: 3, storage: %s}\n", c.maxAge, c.perSubject, c.storage)
+	// The soak's events are message ids, a few dozen bytes: a small max-msg-size lets every
+	// subject's cap fit EVENTS' max-bytes (limit-too-low), as many subjects as the soak grows.
+	fmt.Fprintf(&mesh, "streams:\n  events: {max-age: %s, max-msgs-per-subject: %d, max-msg-size: 512, replicas: 3, storage: %s}\n", c.maxAge, c.perSubject, c.storage)
 	mesh.WriteString("  control: {replicas: 3}\n  nodes: {replicas: 3}\n  seats: {replicas: 3}\n")
 	files := map[string]string{"mesh.yaml": mesh.String()}
 	byNode := map[string][]string{}
