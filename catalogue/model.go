@@ -155,6 +155,9 @@ func (m *Mesh) Operator() bool { return m.Auth.Value == AuthOperator }
 type Controller struct {
 	Submits []Text
 	Follows []Text
+	// Planner asks for mesh-planner, a bus user that reads what `meshc plan` reads and can
+	// change nothing: a pull request's plan job then holds no password that can write the bus.
+	Planner bool
 }
 
 // Alias is one seat rename: a manifest written against Old means New.

@@ -119,6 +119,7 @@ func controllerTable(c *Controller) *table {
 		fields: []field{
 			{"submits", texts(&c.Submits), "Roles the controller submits work to (a rebuild after an upgrade, say)."},
 			{"follows", texts(&c.Follows), "Events the controller consumes, as EMITTER.EVENT like a module's consumes."},
+			{"planner", boolean(&c.Planner), "Whether the mesh has mesh-planner, a bus user that reads what `meshc plan` reads (streams, consumers, apply's records) and can change nothing: the user a pull request's plan job connects as, so it holds no password that writes the bus."},
 		},
 	}
 }

@@ -194,7 +194,7 @@ func (c *compilation) isolate() {
 	for i := range p.Users {
 		u := &p.Users[i]
 		switch {
-		case u.Kind == KindController:
+		case u.Kind == KindController, u.Kind == KindPlanner:
 		case u.Kind == KindServer:
 			a, ok := moduleAccounts[u.Module]
 			if !ok {
@@ -217,7 +217,7 @@ func (c *compilation) isolate() {
 	at := make(map[string]int, naccounts)  // account name → index in accounts
 	for i := range p.Users {
 		u := &p.Users[i]
-		if u.Kind == KindController {
+		if u.Kind == KindController || u.Kind == KindPlanner {
 			mesh.Users = append(mesh.Users, u.Name)
 			continue
 		}

@@ -106,6 +106,7 @@ func (c *compilation) compile() {
 		c.roomForConsumers()
 	})
 	c.controller()
+	c.planner()
 	c.machines()
 	c.people()
 	c.credentials()
@@ -249,6 +250,29 @@ func (c *compilation) controller() {
 	sub.add(m.Name.Pos, said("the control plane hears heartbeats", "hear every machine's heartbeat"), Heartbeat("*"))
 	c.addUser(User{
 		Name: ControllerUser, Kind: KindController, Source: m.Name.Pos,
+		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
+		Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
+	})
+}
+
+// planner derives mesh-planner, when mesh.yaml asks for it: what `meshc plan` reads, and no
+// more. Every grant is a JetStream API read — the streams' and consumers' names and infos (their
+// configuration, metadata and counts; never a message), and apply's bucket read key by key, which
+// holds the lock's holder and the digests of what apply delivered — so a leaked planner password
+// shows the bus's shape and changes nothing (docs/nats.md, "A read-only planner").
+func (c *compilation) planner() {
+	m := c.ix.Catalogue.Mesh
+	if !m.Controller.Planner {
+		return
+	}
+	pub, sub := c.granted(9), c.granted(1)
+	pub.add(m.Name.Pos, said("controller.planner", "read the account's JetStream limits and use"), "$JS.API.INFO")
+	pub.add(m.Name.Pos, said("controller.planner", "read every stream's configuration and counts"), PlannerStreamReads()...)
+	pub.add(m.Name.Pos, said("controller.planner", "read every consumer's configuration and counts"), PlannerConsumerReads()...)
+	pub.add(m.Name.Pos, said("controller.planner", "read apply's lock and records"), PlannerBucketReads()...)
+	sub.add(m.Name.Pos, said("its own inbox", ownInbox), Inbox(PlannerUser))
+	c.addUser(User{
+		Name: PlannerUser, Kind: KindPlanner, Source: m.Name.Pos,
 		Publish: Permission{Allow: pub.subjects}, Subscribe: Permission{Allow: sub.subjects},
 		Grants: Grants{Publish: pub.grants, Subscribe: sub.grants},
 	})

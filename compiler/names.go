@@ -18,6 +18,9 @@ import (
 // ControllerUser is the control plane's username: always present, always first.
 const ControllerUser = "mesh-controller"
 
+// PlannerUser reads what `meshc plan` reads and changes nothing (controller.planner).
+const PlannerUser = "mesh-planner"
+
 // NodeUser, ModuleUserName, ServingUser, EnrolmentUser and PersonUserName are the usernames
 // (docs/catalogue.md, "Users").
 func NodeUser(node string) string               { return "node." + node }
@@ -226,6 +229,22 @@ const ApplyBucketStream = "KV_" + ApplyBucket
 // ApplyBucketSubjects are the subjects a write to ApplyBucket publishes on: a key-value put is a
 // publish to $KV.<bucket>.<key>.
 func ApplyBucketSubjects() string { return "$KV." + ApplyBucket + ".>" }
+
+// PlannerStreamReads are the JetStream API's stream reads: names, list, one stream's info.
+func PlannerStreamReads() []string {
+	return []string{"$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.STREAM.INFO.*"}
+}
+
+// PlannerConsumerReads are its consumer reads: a stream's consumers' names and list, one's info.
+func PlannerConsumerReads() []string {
+	return []string{"$JS.API.CONSUMER.NAMES.*", "$JS.API.CONSUMER.LIST.*", "$JS.API.CONSUMER.INFO.*.*"}
+}
+
+// PlannerBucketReads read apply's bucket one key at a time: a direct get, or a message get where
+// the bucket does not allow direct ones. No other stream's messages.
+func PlannerBucketReads() []string {
+	return []string{"$JS.API.DIRECT.GET." + ApplyBucketStream + ".>", "$JS.API.STREAM.MSG.GET." + ApplyBucketStream}
+}
 
 // SeatStream is a seat's work queue: the seat name upper-cased with - as _.
 func SeatStream(seat string) string {

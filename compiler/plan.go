@@ -176,8 +176,10 @@ type UserKind string
 
 const (
 	KindController UserKind = "controller"
-	KindNode       UserKind = "node"
-	KindModule     UserKind = "module"
+	// KindPlanner is mesh-planner: the JetStream API's reads, in the mesh's account.
+	KindPlanner UserKind = "planner"
+	KindNode    UserKind = "node"
+	KindModule  UserKind = "module"
 	// KindServer is a module instance's serving user: its tools, and nothing else.
 	KindServer    UserKind = "server"
 	KindEnrolment UserKind = "enrolment"
