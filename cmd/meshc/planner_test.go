@@ -82,6 +82,21 @@ func TestThePlannerPlansAsTheControllerDoesAndChangesNothing(t *testing.T) {
 		t.Fatalf("after the planner's apply the plan is not what it was: %d\n%s", code, out)
 	}
 
+	// The pull request's flow: the plan saved as the planner, applied on merge as the controller.
+	saved := filepath.Join(t.TempDir(), "plan.json")
+	as(compiler.PlannerUser)
+	if code, out, errs := meshc(t, "plan", dir, "--save", saved); code != exitFailed {
+		t.Fatalf("plan --save as the planner: %d\n%s%s", code, out, errs)
+	}
+	as(compiler.ControllerUser)
+	if code, out, errs := meshc(t, "apply", saved); code != exitOK {
+		t.Fatalf("the planner's saved plan, applied as the controller: %d\n%s%s", code, out, errs)
+	}
+	as(compiler.PlannerUser)
+	if code, out, errs := meshc(t, "plan", dir); code != exitOK {
+		t.Fatalf("plan as the planner after the saved plan was applied: %d\n%s%s", code, out, errs)
+	}
+
 	// Every write apply makes, and every read of a message, refused to the planner by the server.
 	c, err := principal.Connect(url, compiler.PlannerUser, nats.UserInfo(compiler.PlannerUser, pw[compiler.PlannerUser]))
 	if err != nil {
