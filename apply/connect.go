@@ -291,8 +291,12 @@ func (r *Refusal) Error() string {
 		// one the old file lacks).
 		return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; the server's accounts file is not the one this catalogue composes (deliver it: meshc apply --accounts PATH --reload PID)",
 			who, r.verb(), r.Subject, who, r.action(), r.Subject)
+	case r.User == compiler.PlannerUser:
+		// The planner is granted what plan reads and nothing else, on purpose.
+		return fmt.Sprintf("the bus refused %s %s %q: %s is granted what `meshc plan` reads and no more: connect as mesh-controller to apply; a plan refused this runs on a server whose accounts file is not the one this catalogue composes",
+			who, r.verb(), r.Subject, who)
 	case r.Publish && strings.HasPrefix(r.Subject, "$JS."):
-		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>) to mesh-controller alone, so plan and apply connect as mesh-controller",
+		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>) to mesh-controller alone (and plan's reads of it to mesh-planner, with controller.planner): connect as mesh-controller to apply",
 			who, r.Subject, who, r.Subject)
 	}
 	return fmt.Sprintf("the bus refused %s %s %q: %s lacks the grant %s %q; plan and apply connect as mesh-controller, the user the catalogue grants what they ask",

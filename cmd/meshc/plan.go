@@ -160,8 +160,15 @@ func runPlan(inv *invocation, args []string) int {
 			return exitCantRun
 		}
 		defer closeUsers()
+		// A request the server refuses is never answered: watched, it ends at once, saying what
+		// was refused, instead of after its retries.
+		watched, cancelWatch := bus.Watch(context.Background())
+		defer cancelWatch()
 		if users != nil {
-			if live.Principals, err = users.Read(context.Background(), js); err != nil {
+			if live.Principals, err = users.Read(watched, js); err != nil {
+				if r := bus.Refused(); r != nil {
+					err = r
+				}
 				fmt.Fprintf(stderr, "meshc plan: %v\n", err)
 				return exitCantRun
 			}
@@ -171,7 +178,11 @@ func runPlan(inv *invocation, args []string) int {
 				From: fmt.Sprintf("with auth: operator they are the accounts the servers' resolver holds, read as the system user: give its credentials ($%s or --system-creds) to compare them", operator.SystemCredsVar)}
 		}
 		count = func(cs change.Changes) error {
-			return apply.CountDrops(context.Background(), bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+			err := apply.CountDrops(watched, bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+			if r := bus.Refused(); err != nil && r != nil {
+				return r
+			}
+			return err
 		}
 	} else {
 		if *goldenDir == "" {

@@ -74,8 +74,8 @@ func TestThePlannerPlansAsTheControllerDoesAndChangesNothing(t *testing.T) {
 
 	// The planner's apply writes nothing: the change is still to be made.
 	as(compiler.PlannerUser)
-	if code, out, errs := meshc(t, "apply", dir); code == exitOK {
-		t.Fatalf("apply as the planner succeeded:\n%s%s", out, errs)
+	if code, out, errs := meshc(t, "apply", dir); code == exitOK || !strings.Contains(errs, "connect as mesh-controller to apply") {
+		t.Fatalf("apply as the planner: %d, not refused saying who applies:\n%s%s", code, out, errs)
 	}
 	as(compiler.ControllerUser)
 	if code, out, _ := meshc(t, "plan", dir); code != exitFailed || out != byPlanner {
