@@ -35,6 +35,9 @@ func PersonUserName(person string) string       { return "person." + person }
 // it to the compiled plan's users.
 func UserNames(ix *catalogue.Index) map[string]bool {
 	names := map[string]bool{ControllerUser: true}
+	if ix.Catalogue.Mesh != nil && ix.Catalogue.Mesh.Controller.Planner {
+		names[PlannerUser] = true
+	}
 	inv := ix.Catalogue.Inventory
 	if inv == nil {
 		return names

@@ -93,6 +93,7 @@ type listened struct {
 	user   string
 	module string // the listening user's module, for a module instance
 	tool   bool   // a subscription to a tool
+	info   bool   // a consumer's info request
 }
 
 // listening is everything another principal than u listens on.
@@ -112,9 +113,10 @@ func listening(p *Plan, u *User) []listened {
 			continue
 		}
 		who := fmt.Sprintf("consumer %s/%s", k.Stream, ConsumerName(k.Config))
-		subjects := append([]string{PullNext(k.Stream, ConsumerName(k.Config)), ConsumerInfo(k.Stream, ConsumerName(k.Config))}, ackSubscriptions(k)...)
+		info := ConsumerInfo(k.Stream, ConsumerName(k.Config))
+		subjects := append([]string{PullNext(k.Stream, ConsumerName(k.Config)), info}, ackSubscriptions(k)...)
 		for _, s := range subjects {
-			out = append(out, listened{subject: s, who: who})
+			out = append(out, listened{subject: s, who: who, info: s == info})
 		}
 	}
 	for _, s := range p.Streams {
@@ -126,10 +128,12 @@ func listening(p *Plan, u *User) []listened {
 }
 
 // intended reports whether grant g of u reaching what l listens on is the grant's purpose: a
-// person who may call every tool reaching each tool's servers. Nothing else: no user is granted
-// another's inbox, a sibling instance's included.
-func intended(_ *User, g string, l listened) bool {
-	return isTool(g) && l.tool
+// person who may call every tool reaching each tool's servers, and mesh-planner reading every
+// consumer's info (a plan compares each; reading one takes nothing from its owner, where a pull
+// or an ack would). Nothing else: no user is granted another's inbox, a sibling instance's
+// included.
+func intended(u *User, g string, l listened) bool {
+	return isTool(g) && l.tool || u.Kind == KindPlanner && l.info
 }
 
 // isTool reports whether a publish grant is a tool call (a tool, or `*`'s every tool): what a

@@ -40,9 +40,11 @@ func TestServerAcceptsIsolatedAccounts(t *testing.T) {
 	}
 	principals := map[string]bool{plan.Account: true}
 	for _, u := range plan.Users[1:] {
-		if u.Kind == compiler.KindServer {
+		switch u.Kind {
+		case compiler.KindServer:
 			principals[compiler.ModuleAccount(u.Module)] = true
-		} else {
+		case compiler.KindPlanner: // in the mesh's account, beside the controller
+		default:
 			principals[u.Name] = true
 		}
 	}
