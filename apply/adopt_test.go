@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -47,7 +49,7 @@ func TestAnUnmarkedStreamThePlanNamesIsAdoptedOnlyWhenAsked(t *testing.T) {
 	}
 	others := everyFlag
 	others.Adopt = false
-	if _, err := Apply(ctx, b.controller.js, cs, others); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "apply with --adopt") {
+	if _, err := Apply(ctx, b.controller.js, cs, others); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "apply with --adopt") {
 		t.Fatalf("adopting another application's stream without --adopt: %v", err)
 	}
 	s, err := b.other.Stream(ctx, compiler.EventsStream)
@@ -77,7 +79,7 @@ func TestAStreamAnotherMeshMarkedIsNeverChanged(t *testing.T) {
 		t.Fatalf("the plan does not say whose the stream is: %+v", c)
 	}
 	_, err := Apply(ctx, b.controller.js, cs, everyFlag)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `stream EVENTS belongs to mesh "other-mesh"`) || !strings.Contains(err.Error(), "consumer EVENTS/") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), `stream EVENTS belongs to mesh "other-mesh"`) || !strings.Contains(err.Error(), "consumer EVENTS/") {
 		t.Fatalf("changing another mesh's stream, every flag given: %v", err)
 	}
 	s, err := b.other.Stream(ctx, compiler.EventsStream)
@@ -125,7 +127,7 @@ func TestTwoCataloguesOfOneMeshNameNeverTakeEachOthersObjects(t *testing.T) {
 
 	// B naming A's stream is refused, whatever the flags.
 	other.Streams = append(other.Streams, compiler.Stream{Config: eventsOf(withCatalogue(b.plan, "catalogue-b"))})
-	if _, err := Apply(ctx, b.controller.js, diffNow(t, b.controller.nc, other, change.DiffOptions{}), everyFlag); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), `belongs to catalogue "catalogue-a"`) {
+	if _, err := Apply(ctx, b.controller.js, diffNow(t, b.controller.nc, other, change.DiffOptions{}), everyFlag); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), `belongs to catalogue "catalogue-a"`) {
 		t.Fatalf("catalogue B rewriting catalogue A's EVENTS: %v", err)
 	}
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
@@ -173,11 +175,6 @@ func (a *applier) each(ctx context.Context, changes []change.Change, op func(con
 	return g.Wait()
 }
 
-// ErrRefused is what Apply returns, wrapped with the reasons, when the change set needs a
-// permission the options do not give (replace, prune, losing messages). Nothing was changed:
-// the user's answer, not a fault.
-var ErrRefused = errors.New("apply refused")
-
 // Refusals lists every change the options do not permit, or returns nil: what Apply refuses
 // before its first request, for a caller with more to decide before it writes anything.
 func Refusals(cs change.Changes, opts Options) error {
@@ -185,7 +182,7 @@ func Refusals(cs change.Changes, opts Options) error {
 	if len(refused) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
+	return fmt.Errorf("%w, nothing was changed:\n  - %s", wire.ErrRefused, strings.Join(refused, "\n  - "))
 }
 
 // refusalsOf is each refusal of the streams and consumers, a sentence each.
@@ -217,10 +214,10 @@ func refusalsOf(cs change.Changes, opts Options) []string {
 		}
 		switch c.Action {
 		case change.Replace:
-			if v, ok := ParseServerVersion(opts.ServerVersion); ok && c.Kind == change.KindConsumer && !v.AtLeast(PauseServerVersion) {
+			if v, ok := wire.ParseServerVersion(opts.ServerVersion); ok && c.Kind == change.KindConsumer && !v.AtLeast(wire.PauseServerVersion) {
 				// No flag gives this: without a pause the replacement delivers again what the
 				// old one acknowledged while it was replaced (settle.go).
-				refused = append(refused, fmt.Sprintf("%s must be replaced, and the server runs nats-server %s: replacing a consumer without delivering again what it acknowledged needs %s or later, which pauses it first; upgrade the server, or keep the plan's consumer as it is", noun, opts.ServerVersion, PauseServerVersion))
+				refused = append(refused, fmt.Sprintf("%s must be replaced, and the server runs nats-server %s: replacing a consumer without delivering again what it acknowledged needs %s or later, which pauses it first; upgrade the server, or keep the plan's consumer as it is", noun, opts.ServerVersion, wire.PauseServerVersion))
 				continue
 			}
 			if !opts.AllowReplace {
@@ -285,7 +282,7 @@ func (a *applier) result() Result {
 
 // call runs one request with the retry policy, each attempt behind the fence.
 func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) error {
-	return retry(ctx, a.opts.RetryFor, func(ctx context.Context) error {
+	return wire.Retry(ctx, a.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, a.opts.AttemptTimeout)
 		defer cancel()
 		if a.opts.Fence != nil {
@@ -295,7 +292,7 @@ func (a *applier) call(ctx context.Context, op func(ctx context.Context) error) 
 		}
 		if err := op(ctx); err != nil {
 			// A refused request only times out; the refusal is on the connection.
-			return explainRequestError(a.js.Conn(), err)
+			return wire.ExplainRequestError(a.js.Conn(), err)
 		}
 		return nil
 	})
@@ -323,7 +320,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s stream %s: %w%s", verb, c.Stream, explain(err), a.unpark(ctx, c))
+			return fmt.Errorf("%s stream %s: %w%s", verb, c.Stream, wire.Explain(err), a.unpark(ctx, c))
 		}
 		if c.Action == change.Delete {
 			return nil
@@ -341,7 +338,7 @@ func (a *applier) stream(ctx context.Context, c change.Change) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s stream %s: %w", verb, c.Stream, explain(err))
+		return fmt.Errorf("%s stream %s: %w", verb, c.Stream, wire.Explain(err))
 	}
 	return nil
 }
@@ -360,7 +357,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change, point *change.R
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
+			return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, wire.Explain(err))
 		}
 		if c.Action == change.Delete {
 			return nil
@@ -379,12 +376,12 @@ func (a *applier) consumer(ctx context.Context, c change.Change, point *change.R
 	err := a.call(ctx, func(ctx context.Context) error {
 		if c.Action != change.Update {
 			_, err := a.js.CreateConsumer(ctx, c.Stream, want)
-			if c.Action == change.Replace && recreates < 5 && stillDeleting(err) {
+			if c.Action == change.Replace && recreates < 5 && wire.StillDeleting(err) {
 				// The server may still be removing the old consumer's files when the new one of
 				// the same name writes its own, and the create fails on a rename. Waiting lets
 				// the delete finish; the create is safe to repeat (an identical one answers OK).
 				recreates++
-				return errStillDeleting
+				return wire.ErrStillDeleting
 			}
 			return a.readBack(ctx, c, want, err)
 		}
@@ -404,7 +401,7 @@ func (a *applier) consumer(ctx context.Context, c change.Change, point *change.R
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, explain(err))
+		return fmt.Errorf("%s consumer %s on %s: %w", verb, c.Consumer, c.Stream, wire.Explain(err))
 	}
 	if a.opts.AfterCreate != nil && (c.Action == change.Replace || c.ResumeRecorded) {
 		if err := a.opts.AfterCreate(c); err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,7 +23,7 @@ import (
 // converge reads, diffs and applies, and returns the change set it applied.
 func converge(t *testing.T, nc *nats.Conn, js jetstream.JetStream, plan *compiler.Plan, dopts change.DiffOptions, opts Options) (change.Changes, Result, error) {
 	t.Helper()
-	live, err := Read(t.Context(), nc, ReadOptions{})
+	live, err := wire.Read(t.Context(), nc, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func converge(t *testing.T, nc *nats.Conn, js jetstream.JetStream, plan *compile
 // diffNow re-reads the bus and diffs it against the plan.
 func diffNow(t *testing.T, nc *nats.Conn, plan *compiler.Plan, dopts change.DiffOptions) change.Changes {
 	t.Helper()
-	live, err := Read(t.Context(), nc, ReadOptions{})
+	live, err := wire.Read(t.Context(), nc, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +392,7 @@ func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
 	ctx := t.Context()
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
 	oldNodeConsumer(t, js, plan, time.Minute)
-	live, err := Read(ctx, nc, ReadOptions{})
+	live, err := wire.Read(ctx, nc, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +475,7 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 
 	counting := &countingConn{Conn: nc}
 	start = time.Now()
-	live, err := Read(ctx, counting, ReadOptions{})
+	live, err := wire.Read(ctx, counting, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +493,7 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
 	race := &jetstream.APIError{Code: 500, ErrorCode: 10012,
 		Description: "rename /s/jetstream/$G/streams/EVENTS/obs/c/o.dat.tmp /s/jetstream/$G/streams/EVENTS/obs/c/o.dat: no such file or directory"}
-	if !stillDeleting(race) {
+	if !wire.StillDeleting(race) {
 		t.Error("the server's rename race after a delete was not recognised")
 	}
 	for _, other := range []error{
@@ -499,7 +501,7 @@ func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
 		&jetstream.APIError{Code: 400, ErrorCode: 10013, Description: "consumer name already in use"},
 		errors.New("rename: no such file or directory"),
 	} {
-		if stillDeleting(other) {
+		if wire.StillDeleting(other) {
 			t.Errorf("%v read as the rename race", other)
 		}
 	}
@@ -517,13 +519,13 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 		{&jetstream.APIError{Code: 500, ErrorCode: 10023}, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: 10058}, false},
 		{&jetstream.APIError{Code: 503, ErrorCode: 10039}, false},
-		{&Refusal{Text: nats.ErrPermissionViolation.Error()}, false},
+		{&wire.Refusal{Text: nats.ErrPermissionViolation.Error()}, false},
 		{errors.New("anything else"), false},
 		// Only the replace path turns the store's rename race into this, and only a few times.
-		{errStillDeleting, true},
+		{wire.ErrStillDeleting, true},
 		{&jetstream.APIError{Code: 500, ErrorCode: 10012, Description: "rename /x/o.dat.tmp /x/o.dat: no such file or directory"}, false},
 	} {
-		if got := retryable(tc.err); got != tc.want {
+		if got := wire.Retryable(tc.err); got != tc.want {
 			t.Errorf("retryable(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
@@ -532,7 +534,7 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 func TestRetryBacksOffAndGivesUp(t *testing.T) {
 	calls := 0
 	start := time.Now()
-	err := retry(t.Context(), time.Second, func(context.Context) error {
+	err := wire.Retry(t.Context(), time.Second, func(context.Context) error {
 		calls++
 		return nats.ErrNoResponders
 	})
@@ -542,7 +544,7 @@ func TestRetryBacksOffAndGivesUp(t *testing.T) {
 		t.Fatalf("after %d calls in %s: %v", calls, time.Since(start), err)
 	}
 	calls = 0
-	err = retry(t.Context(), time.Minute, func(context.Context) error {
+	err = wire.Retry(t.Context(), time.Minute, func(context.Context) error {
 		calls++
 		return &jetstream.APIError{ErrorCode: 10058}
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -72,7 +74,7 @@ func requireSettled(t *testing.T, nc *nats.Conn, plan *compiler.Plan, why string
 	var live *change.State
 	testwait.ForNil(t, "every object to read ("+why+")", 15*time.Second, func() error {
 		var err error
-		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second})
+		live, err = wire.Read(t.Context(), nc, wire.ReadOptions{RequestTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +126,7 @@ func TestClusterAStreamWhosePeerIsDownIsNeverRecreated(t *testing.T) {
 	reads := 0
 	testwait.ForNil(t, "the stream on the stopped node to read as unavailable", 15*time.Second, func() error {
 		var err error
-		live, err = Read(t.Context(), nc, ReadOptions{RequestTimeout: 5 * time.Second, RetryFor: 20 * time.Second})
+		live, err = wire.Read(t.Context(), nc, wire.ReadOptions{RequestTimeout: 5 * time.Second, RetryFor: 20 * time.Second})
 		reads++
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +174,7 @@ func TestClusterPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	nc, js := connect(t, c.urls())
 	ctx := t.Context()
 	plan := compilertest.MeshPlan(3, jetstream.FileStorage)
-	lock, err := AcquireLock(ctx, js, LockOptions{Holder: "cluster test"})
+	lock, err := wire.AcquireLock(ctx, js, wire.LockOptions{Holder: "cluster test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestTheLockBucketOfANoAdvertiseClusterHasThreeReplicas(t *testing.T) {
 	if n := len(nc.Servers()); n != 1 {
 		t.Fatalf("the client of a no_advertise cluster knows %d servers (%q): the case is not set up", n, nc.Servers())
 	}
-	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "no advertise"})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "no advertise"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -33,7 +35,7 @@ func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
 	plan.Streams[i].Config.MaxMsgsPerSubject = 2
 
 	cs := diffNow(t, b.controller.nc, plan, change.DiffOptions{})
-	if err := CountDrops(t.Context(), b.controller.nc, cs, ReadOptions{}); err != nil {
+	if err := wire.CountDrops(t.Context(), b.controller.nc, cs, wire.ReadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c := only(t, cs)
@@ -46,7 +48,7 @@ func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
 	}
 
 	_, err := Apply(t.Context(), b.controller.js, cs, Options{})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--allow-discard") || !strings.Contains(err.Error(), "drops 7 of its 9") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "--allow-discard") || !strings.Contains(err.Error(), "drops 7 of its 9") {
 		t.Fatalf("a lowered limit without AllowDiscard: %v", err)
 	}
 	if n := held(t, b, compiler.EventsStream); n != 9 {
@@ -119,7 +121,7 @@ func TestTheDropsThePlanCountsAreTheServers(t *testing.T) {
 			Fields: discardField(t, live.Streams[i].Config, want)})
 	}
 	cs := change.Changes{Items: items}
-	if err := CountDrops(ctx, b.controller.nc, cs, ReadOptions{}); err != nil {
+	if err := wire.CountDrops(ctx, b.controller.nc, cs, wire.ReadOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	b.controller.requireNoViolation(t)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natsproc"
 )
@@ -28,7 +30,7 @@ func TestTheFirstJetStreamCheckRidesOutAMetaLeaderElection(t *testing.T) {
 		t.Fatal("no meta leader")
 	}
 	other := (leader + 1) % 3
-	bus, err := Connect(Endpoint{URL: fmt.Sprintf("nats://127.0.0.1:%d", c.opts[other].Port)})
+	bus, err := wire.Connect(wire.Endpoint{URL: fmt.Sprintf("nats://127.0.0.1:%d", c.opts[other].Port)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +47,12 @@ func TestTheFirstJetStreamCheckRidesOutAMetaLeaderElection(t *testing.T) {
 // peers), not 10023: the lock's bucket then takes the two it can place, and apply runs there.
 func TestTheLockOfATwoNodeCluster(t *testing.T) {
 	// The count a fresh cluster cannot place yet is asked again for placementWait first.
-	was := placementWait
-	placementWait = time.Second
-	t.Cleanup(func() { placementWait = was })
+	was := wire.PlacementWait
+	wire.PlacementWait = time.Second
+	t.Cleanup(func() { wire.PlacementWait = was })
 	c := runClusterOf(t, 2, nil)
 	_, js := connect(t, c.urls())
-	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "two nodes"})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "two nodes"})
 	if err != nil {
 		t.Fatalf("the lock on a two-node cluster: %v", err)
 	}
@@ -70,27 +72,27 @@ func TestTheLockOfATwoNodeCluster(t *testing.T) {
 // wrote still holds, however its holder's clock differs by a few minutes.
 func TestALockRecordClaimingAYearIsNotHeld(t *testing.T) {
 	_, js := connect(t, runServer(t).ClientURL())
-	kv, err := stateBucket(t.Context(), js)
+	kv, err := wire.StateBucket(t.Context(), js)
 	if err != nil {
 		t.Fatal(err)
 	}
-	write := func(h LockHolder) {
+	write := func(h wire.LockHolder) {
 		t.Helper()
 		data, _ := json.Marshal(h)
-		if _, err := kv.Put(t.Context(), lockKey, data); err != nil {
+		if _, err := kv.Put(t.Context(), wire.LockKey, data); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now := time.Now()
-	write(LockHolder{Holder: "an apply on a clock five minutes ahead", Started: now, Expires: now.Add(6 * time.Minute)})
-	var locked *LockedError
-	if _, err := AcquireLock(t.Context(), js, LockOptions{Holder: "me"}); !errors.As(err, &locked) {
+	write(wire.LockHolder{Holder: "an apply on a clock five minutes ahead", Started: now, Expires: now.Add(6 * time.Minute)})
+	var locked *wire.LockedError
+	if _, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "me"}); !errors.As(err, &locked) {
 		t.Fatalf("a lock an apply could have written was not held against the next: %v", err)
 	}
 
-	write(LockHolder{Holder: "mallory", Started: now, Expires: now.Add(365 * 24 * time.Hour)})
+	write(wire.LockHolder{Holder: "mallory", Started: now, Expires: now.Add(365 * 24 * time.Hour)})
 	var took, why string
-	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "me", TookOver: func(h LockHolder, w string) { took, why = h.Holder, w }})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "me", TookOver: func(h wire.LockHolder, w string) { took, why = h.Holder, w }})
 	if err != nil {
 		t.Fatalf("a lock record claiming a year held the apply off: %v", err)
 	}
@@ -109,7 +111,7 @@ func TestALockRequestLostToAStoppedLeaderIsAskedAgain(t *testing.T) {
 	}
 	c := natsproc.StartCluster(t, 3, "", nil)
 	nc, js := connect(t, c.URLs())
-	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "first"})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestALockRequestLostToAStoppedLeaderIsAskedAgain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	start := time.Now()
-	lock, err = AcquireLock(ctx, js, LockOptions{Holder: "second", AttemptTimeout: 2 * time.Second})
+	lock, err = wire.AcquireLock(ctx, js, wire.LockOptions{Holder: "second", AttemptTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("taking the lock with its stream's leader stopped, after %s: %v", time.Since(start), err)
 	}

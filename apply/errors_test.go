@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,26 +49,26 @@ accounts {
 
 func TestErrorsSayWhatToDo(t *testing.T) {
 	s := runConfigured(t, accounts)
-	quick := ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 700 * time.Millisecond}
+	quick := wire.ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 700 * time.Millisecond}
 
 	t.Run("the controller reads", func(t *testing.T) {
-		nc, err := Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "controller"))
+		nc, err := wire.Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "controller"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		if _, err := Read(t.Context(), nc, quick); err != nil {
+		if _, err := wire.Read(t.Context(), nc, quick); err != nil {
 			t.Fatalf("the user owning the JetStream API could not read: %v", err)
 		}
 	})
 
 	t.Run("a user without the JetStream API is refused, not timed out", func(t *testing.T) {
-		nc, err := Dial(s.ClientURL(), nats.UserInfo("mod.anchor.builder", "builder"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+		nc, err := wire.Dial(s.ClientURL(), nats.UserInfo("mod.anchor.builder", "builder"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		_, err = Read(t.Context(), nc, quick)
+		_, err = wire.Read(t.Context(), nc, quick)
 		if err == nil || !strings.Contains(err.Error(), `the bus refused mod.anchor.builder publishing to "$JS.API.STREAM.LIST"`) || !strings.Contains(err.Error(), "mesh-controller") {
 			t.Fatalf("a permission refusal read as: %v", err)
 		}
@@ -88,19 +90,19 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	})
 
 	t.Run("an account without JetStream", func(t *testing.T) {
-		nc, err := Dial(s.ClientURL(), nats.UserInfo("plain", "plain"))
+		nc, err := wire.Dial(s.ClientURL(), nats.UserInfo("plain", "plain"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		_, err = Read(t.Context(), nc, quick)
+		_, err = wire.Read(t.Context(), nc, quick)
 		if err == nil || !strings.Contains(err.Error(), "JetStream is not enabled for this account") {
 			t.Fatalf("an account without JetStream read as: %v", err)
 		}
 	})
 
 	t.Run("bad credentials", func(t *testing.T) {
-		_, err := Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "wrong"))
+		_, err := wire.Dial(s.ClientURL(), nats.UserInfo("mesh-controller", "wrong"))
 		if err == nil || !strings.Contains(err.Error(), "the server refused user mesh-controller") {
 			t.Fatalf("bad credentials read as: %v", err)
 		}
@@ -108,7 +110,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 
 	t.Run("nothing listening", func(t *testing.T) {
 		port := freePorts(t, 1)[0]
-		_, err := Dial(fmt.Sprintf("nats://127.0.0.1:%d", port))
+		_, err := wire.Dial(fmt.Sprintf("nats://127.0.0.1:%d", port))
 		if err == nil || !strings.Contains(err.Error(), "no NATS server answers there") {
 			t.Fatalf("an unreachable server read as: %v", err)
 		}
@@ -119,7 +121,7 @@ func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
 	s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	nc, js := connect(t, s.ClientURL())
 
-	_, err := Read(t.Context(), nc, ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 600 * time.Millisecond})
+	_, err := wire.Read(t.Context(), nc, wire.ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 600 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "is JetStream enabled") {
 		t.Fatalf("no JetStream read as: %v", err)
 	}

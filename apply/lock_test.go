@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,12 +23,12 @@ import (
 // applyLocked is what meshc apply does: lock, then read, diff and apply under the lock, then
 // release. Reading after the lock is the point: a state read before it may be changing.
 func applyLocked(t *testing.T, ctl *controllerConn, plan *compiler.Plan, holder string, wait time.Duration) error {
-	lock, err := AcquireLock(t.Context(), ctl.js, LockOptions{Holder: holder, Wait: wait})
+	lock, err := wire.AcquireLock(t.Context(), ctl.js, wire.LockOptions{Holder: holder, Wait: wait})
 	if err != nil {
 		return err
 	}
 	defer lock.Release(context.Background())
-	live, err := Read(lock.Context(), ctl.nc, ReadOptions{})
+	live, err := wire.Read(lock.Context(), ctl.nc, wire.ReadOptions{})
 	if err != nil {
 		return err
 	}
@@ -81,30 +83,30 @@ func TestTheLockNamesItsHolderAndCanBeBroken(t *testing.T) {
 	b := startMeshBus(t)
 	ctx := t.Context()
 	ctl := b.controller
-	first, err := AcquireLock(ctx, ctl.js, LockOptions{Holder: "ci@build-7 pid 42", TTL: 3 * time.Second})
+	first, err := wire.AcquireLock(ctx, ctl.js, wire.LockOptions{Holder: "ci@build-7 pid 42", TTL: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = AcquireLock(ctx, ctl.js, LockOptions{Holder: "ops@laptop", Wait: 300 * time.Millisecond})
-	var locked *LockedError
+	_, err = wire.AcquireLock(ctx, ctl.js, wire.LockOptions{Holder: "ops@laptop", Wait: 300 * time.Millisecond})
+	var locked *wire.LockedError
 	if !errors.As(err, &locked) || locked.By.Holder != "ci@build-7 pid 42" || !strings.Contains(err.Error(), "--break-lock") {
 		t.Fatalf("a second apply while the lock is held: %v", err)
 	}
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	second, err := AcquireLock(ctx, ctl.js, LockOptions{Holder: "ops@laptop", TTL: 3 * time.Second})
+	second, err := wire.AcquireLock(ctx, ctl.js, wire.LockOptions{Holder: "ops@laptop", TTL: 3 * time.Second})
 	if err != nil {
 		t.Fatalf("a released lock was not free: %v", err)
 	}
 
-	broken, err := BreakLock(ctx, ctl.js)
+	broken, err := wire.BreakLock(ctx, ctl.js)
 	if err != nil || broken == nil || broken.Holder != "ops@laptop" {
 		t.Fatalf("breaking the lock: %+v %v", broken, err)
 	}
 	select {
 	case <-second.Context().Done():
-		if !errors.Is(context.Cause(second.Context()), ErrLockLost) {
+		if !errors.Is(context.Cause(second.Context()), wire.ErrLockLost) {
 			t.Fatalf("the broken holder stopped for another reason: %v", context.Cause(second.Context()))
 		}
 	case <-time.After(30 * time.Second):
@@ -113,7 +115,7 @@ func TestTheLockNamesItsHolderAndCanBeBroken(t *testing.T) {
 	if err := second.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if none, err := BreakLock(ctx, ctl.js); err != nil || none != nil {
+	if none, err := wire.BreakLock(ctx, ctl.js); err != nil || none != nil {
 		t.Fatalf("breaking a free lock: %+v %v", none, err)
 	}
 	ctl.requireNoViolation(t)
@@ -125,12 +127,12 @@ func TestACrashedHoldersLockExpires(t *testing.T) {
 	b := startMeshBus(t)
 	ctx := t.Context()
 	crashing := b.connectController(t)
-	if _, err := AcquireLock(ctx, crashing.js, LockOptions{Holder: "killed", TTL: time.Second}); err != nil {
+	if _, err := wire.AcquireLock(ctx, crashing.js, wire.LockOptions{Holder: "killed", TTL: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	crashing.nc.Close()
 
-	lock, err := AcquireLock(ctx, b.controller.js, LockOptions{Holder: "next", Wait: 30 * time.Second})
+	lock, err := wire.AcquireLock(ctx, b.controller.js, wire.LockOptions{Holder: "next", Wait: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("the crashed holder's lock did not expire: %v", err)
 	}
@@ -167,7 +169,7 @@ func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
 		lose func(t *testing.T, b *meshBus)
 	}{
 		{"broken", func(t *testing.T, b *meshBus) {
-			if held, err := BreakLock(t.Context(), b.other); err != nil || held == nil {
+			if held, err := wire.BreakLock(t.Context(), b.other); err != nil || held == nil {
 				t.Fatalf("breaking the lock: %v %v", held, err)
 			}
 		}},
@@ -181,11 +183,11 @@ func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			entry, err := kv.Get(t.Context(), lockKey)
+			entry, err := kv.Get(t.Context(), wire.LockKey)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := kv.Update(t.Context(), lockKey, []byte(`{"holder":"B, whose clock runs ahead"}`), entry.Revision()); err != nil {
+			if _, err := kv.Update(t.Context(), wire.LockKey, []byte(`{"holder":"B, whose clock runs ahead"}`), entry.Revision()); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -193,12 +195,12 @@ func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			b := startMeshBus(t)
 			ctl := b.controller
-			lock, err := AcquireLock(t.Context(), ctl.js, LockOptions{Holder: "A", TTL: time.Minute})
+			lock, err := wire.AcquireLock(t.Context(), ctl.js, wire.LockOptions{Holder: "A", TTL: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer lock.Release(context.Background())
-			live, err := Read(lock.Context(), ctl.nc, ReadOptions{})
+			live, err := wire.Read(lock.Context(), ctl.nc, wire.ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -211,10 +213,10 @@ func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
 					}
 				},
 			})
-			if !errors.Is(err, ErrLockLost) {
+			if !errors.Is(err, wire.ErrLockLost) {
 				t.Fatalf("an apply whose lock was %s: %v", c.name, err)
 			}
-			after, err := Read(t.Context(), ctl.nc, ReadOptions{})
+			after, err := wire.Read(t.Context(), ctl.nc, wire.ReadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +243,7 @@ func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
 			{Username: "admin", Password: "pw"},
 		}
 	})
-	bus, err := Connect(Endpoint{URL: s.ClientURL(), User: "ctl", Options: []nats.Option{nats.UserInfo("ctl", "pw")}})
+	bus, err := wire.Connect(wire.Endpoint{URL: s.ClientURL(), User: "ctl", Options: []nats.Option{nats.UserInfo("ctl", "pw")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,8 +252,8 @@ func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = AcquireLock(t.Context(), js, LockOptions{Holder: "no grant"})
-	var refused *Refusal
+	_, err = wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "no grant"})
+	var refused *wire.Refusal
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "$KV."+compiler.ApplyBucket) {
 		t.Fatalf("taking the lock without the bucket's grant: %v", err)
 	}
@@ -263,8 +265,8 @@ func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
 
 // A holder's text is whoever wrote it: printed, it cannot move a terminal's cursor.
 func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
-	h := LockHolder{Holder: "ci\x1b[2J\x1b[Hall clear\n", Started: time.Now(), Expires: time.Now().Add(time.Minute)}
-	for _, s := range []string{h.String(), (&LockedError{By: h}).Error()} {
+	h := wire.LockHolder{Holder: "ci\x1b[2J\x1b[Hall clear\n", Started: time.Now(), Expires: time.Now().Add(time.Minute)}
+	for _, s := range []string{h.String(), (&wire.LockedError{By: h}).Error()} {
 		if strings.ContainsAny(s, "\x1b\n") || !strings.Contains(s, `ci\x1b[2J`) {
 			t.Fatalf("the holder printed raw: %q", s)
 		}
@@ -277,7 +279,7 @@ func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
 func TestTheBucketProbeWritesNothingIntoABucketThatExists(t *testing.T) {
 	s := runServer(t)
 	_, js := connect(t, s.ClientURL())
-	held, err := AcquireLock(t.Context(), js, LockOptions{Holder: "the first apply"})
+	held, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "the first apply"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,13 +289,13 @@ func TestTheBucketProbeWritesNothingIntoABucketThatExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As a second apply would when the bucket appeared between its lookup and its probe.
-	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
-	probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+	probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + wire.LockKey)
+	probe.Header.Set(jetstream.ExpectedStreamHeader, wire.ProbeStream)
 	answer, err := js.Conn().RequestMsg(probe, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !isStreamMismatch(answer) {
+	if !wire.IsStreamMismatch(answer) {
 		t.Fatalf("the bucket's stream answered the probe %q, not a refusal", answer.Data)
 	}
 	after, err := js.Stream(t.Context(), compiler.ApplyBucketStream)

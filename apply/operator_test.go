@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/deliver"
+
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -106,9 +108,9 @@ func (m *opMesh) as(t *testing.T, url, user string, opts ...nats.Option) (*nats.
 
 // push does what apply does to the accounts, as the system user: the resolver read, the change
 // set's users and accounts diffed, delivered and what the catalogue dropped removed.
-func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Option) (Delivered, error) {
+func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Option) (deliver.Delivered, error) {
 	t.Helper()
-	p, err := PusherOn(t.Context(), nc, m.plan, PushOptions{
+	p, err := deliver.PusherOn(t.Context(), nc, m.plan, deliver.PushOptions{
 		Signer: m.op.Signing,
 		Dial: func(extra ...nats.Option) (*nats.Conn, error) {
 			return nats.Connect(url, append(slices.Clone(opts), extra...)...)
@@ -122,7 +124,7 @@ func (m *opMesh) push(t *testing.T, nc *nats.Conn, url string, opts ...nats.Opti
 
 // current counts the accounts of the plan some server does not hold as the catalogue derives
 // them, signed by the operator's signing key.
-func (m *opMesh) current(t *testing.T, r *Resolver) (behind int) {
+func (m *opMesh) current(t *testing.T, r *deliver.Resolver) (behind int) {
 	t.Helper()
 	claims, _ := m.plan.Claims()
 	for _, a := range claims {
@@ -217,7 +219,7 @@ func TestOperatorModeOnAClusterWithANodeDown(t *testing.T) {
 
 	// n3 comes back and catches up by itself: every server holds what the catalogue derives.
 	c.start(2)
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
 	start := time.Now()
 	testwait.ForNil(t, "n3 to catch up", 30*time.Second, func() error {
 		if behind := m.current(t, r); behind > 0 {
@@ -304,7 +306,7 @@ func TestDeletesOnlyTheMeshsOwnDroppedAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
 	if _, err := r.Push(t.Context(), "foreign", token); err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ func TestReadingTheResolverPushesNothing(t *testing.T) {
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
-	p, err := PusherOn(t.Context(), sys, m.plan, PushOptions{}, 3*time.Second)
+	p, err := deliver.PusherOn(t.Context(), sys, m.plan, deliver.PushOptions{}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -146,7 +148,7 @@ func clonePlanUsers(p *compiler.Plan) *compiler.Plan {
 func (b *meshBus) connectController(t *testing.T) *controllerConn {
 	t.Helper()
 	c := &controllerConn{}
-	nc, err := Dial(b.url,
+	nc, err := wire.Dial(b.url,
 		nats.UserInfo(compiler.ControllerUser, b.passwords[compiler.ControllerUser]),
 		nats.CustomInboxPrefix("_INBOX."+compiler.ControllerUser),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
@@ -188,7 +190,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	if c.Action != change.Update || len(c.Fields) != 1 || c.Fields[0].Name != "metadata" || !c.Adopts {
 		t.Fatalf("a stream the plan names and meshc did not mark is adopted by an update of its metadata alone, got %+v", c)
 	}
-	if _, err := Apply(ctx, ctl.js, cs, Options{}); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "--adopt") {
+	if _, err := Apply(ctx, ctl.js, cs, Options{}); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "--adopt") {
 		t.Fatalf("adopting an unmarked stream without --adopt: %v", err)
 	}
 	if _, err := Apply(ctx, ctl.js, cs, Options{Adopt: true}); err != nil {
@@ -261,7 +263,7 @@ func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
 	}
 	all := Options{Prune: true, PurgeNonEmpty: true, AllowReplace: true}
 	_, err = Apply(ctx, ctl.js, diffNow(t, ctl.nc, replacing, change.DiffOptions{Prune: true}), all)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "EVENTS/audit") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "EVENTS/audit") {
 		t.Fatalf("a replace that deletes another team's consumer was not refused: %v", err)
 	}
 

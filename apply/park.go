@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -40,7 +42,7 @@ func (a *applier) park(ctx context.Context, c change.Change) error {
 		return nil // gone is gone
 	}
 	if err != nil {
-		return fmt.Errorf("%s stream %s: move its subjects aside before checking it is empty: %w; nothing was deleted", c.Action.Word(), c.Stream, explain(err))
+		return fmt.Errorf("%s stream %s: move its subjects aside before checking it is empty: %w; nothing was deleted", c.Action.Word(), c.Stream, wire.Explain(err))
 	}
 	// Counted after the update answered: whatever the stream accepted before it is counted, and
 	// nothing after it can arrive.
@@ -51,11 +53,11 @@ func (a *applier) park(ctx context.Context, c change.Change) error {
 		}
 		return err
 	}); err != nil {
-		return fmt.Errorf("%s stream %s: count what it holds: %w%s", c.Action.Word(), c.Stream, explain(err), a.unpark(ctx, c))
+		return fmt.Errorf("%s stream %s: count what it holds: %w%s", c.Action.Word(), c.Stream, wire.Explain(err), a.unpark(ctx, c))
 	}
 	if held := info.State.Msgs; held > 0 {
 		return fmt.Errorf("%w: %w: stream %s holds %d message(s) (the plan counted %d), so it was not %sd%s; apply again to see them in the plan, and with --purge-non-empty if they may go",
-			ErrRefused, errArrived, c.Stream, held, c.Messages, c.Action.Word(), a.unpark(ctx, c))
+			wire.ErrRefused, errArrived, c.Stream, held, c.Messages, c.Action.Word(), a.unpark(ctx, c))
 	}
 	if a.opts.AfterPark != nil {
 		if err := a.opts.AfterPark(c); err != nil {
@@ -78,7 +80,7 @@ func (a *applier) unpark(ctx context.Context, c change.Change) string {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return ""
 	case err != nil:
-		return fmt.Sprintf("; its subjects could not be given back (%v): it takes no message until apply runs again, which gives them back", explain(err))
+		return fmt.Sprintf("; its subjects could not be given back (%v): it takes no message until apply runs again, which gives them back", wire.Explain(err))
 	}
 	return "; it takes messages again"
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -66,7 +68,7 @@ func TestAStreamThatReceivedMessagesAfterThePlanIsNotPruned(t *testing.T) {
 	publishTo(t, b, "mesh.seat.retired.accept.build", "SEAT_RETIRED", 5)
 
 	_, err := Apply(t.Context(), b.controller.js, cs, Options{Prune: true})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "holds 5 message(s)") || !strings.Contains(err.Error(), "it takes messages again") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "holds 5 message(s)") || !strings.Contains(err.Error(), "it takes messages again") {
 		t.Fatalf("pruning a stream that received 5 messages since the plan: %v", err)
 	}
 	requireTakesMessages(t, b, "SEAT_RETIRED", []string{"mesh.seat.retired.accept.>"}, 5)
@@ -94,7 +96,7 @@ func TestAStreamThatReceivedMessagesAfterThePlanIsNotReplaced(t *testing.T) {
 	publishTo(t, b, subject, seat.Name, 5)
 
 	_, err := Apply(t.Context(), b.controller.js, cs, Options{AllowReplace: true})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "holds 5 message(s)") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "holds 5 message(s)") {
 		t.Fatalf("replacing a stream that received 5 messages since the plan: %v", err)
 	}
 	s, err := b.other.Stream(t.Context(), seat.Name)

@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/deliver"
+
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -24,13 +28,13 @@ import (
 
 // controller connects as mesh-controller, with the credentials its own signing key issues, as
 // `meshc apply` does from CI.
-func (m *opMesh) controller(t *testing.T, url string) *Bus {
+func (m *opMesh) controller(t *testing.T, url string) *wire.Bus {
 	t.Helper()
 	token, kp, err := operator.IssueUser(m.signers[compiler.ControllerUser], compiler.ControllerUser, m.plan.Operator.Accounts[m.plan.Account])
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus, err := Connect(Endpoint{URL: url, User: compiler.ControllerUser, Options: []nats.Option{
+	bus, err := wire.Connect(wire.Endpoint{URL: url, User: compiler.ControllerUser, Options: []nats.Option{
 		operator.UserOption(token, kp), nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
 	}})
 	if err != nil {
@@ -41,9 +45,9 @@ func (m *opMesh) controller(t *testing.T, url string) *Bus {
 }
 
 // pusher is the delivery apply opens, as the CI system user.
-func (m *opMesh) pusher(t *testing.T, sys *nats.Conn, url string) *Pusher {
+func (m *opMesh) pusher(t *testing.T, sys *nats.Conn, url string) *deliver.Pusher {
 	t.Helper()
-	p, err := PusherOn(t.Context(), sys, m.plan, PushOptions{Signer: m.op.Signing,
+	p, err := deliver.PusherOn(t.Context(), sys, m.plan, deliver.PushOptions{Signer: m.op.Signing,
 		Dial: func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(url, extra...) }}, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +65,14 @@ func (m *opMesh) run(t *testing.T, sys *nats.Conn, url string, opts Options, wai
 	}
 	var out bytes.Buffer
 	r := &Run{Plan: m.plan, Options: opts, Users: p, NewBus: true, Out: &out, Format: output.Text,
-		Lock: LockOptions{Holder: HolderName(m.plan.Account), Wait: wait},
-		Read: ReadOptions{RequestTimeout: 5 * time.Second}, Say: func(string) {}}
+		Lock: wire.LockOptions{Holder: wire.HolderName(m.plan.Account), Wait: wait},
+		Read: wire.ReadOptions{RequestTimeout: 5 * time.Second}, Say: func(string) {}}
 	res, err := r.Do(t.Context(), m.controller(t, url))
 	return res, out.String(), err
 }
 
 // heldBy is the JWT every server holds of an account, decoded, failing when they differ.
-func heldBy(t *testing.T, r *Resolver, key string) *jwt.AccountClaims {
+func heldBy(t *testing.T, r *deliver.Resolver, key string) *jwt.AccountClaims {
 	t.Helper()
 	answers, err := r.Lookup(t.Context(), key)
 	if err != nil {
@@ -109,12 +113,12 @@ func TestAReKeyedMeshAccountIsRefusedNotDeleted(t *testing.T) {
 		t.Fatalf("the first apply: %v", err)
 	}
 	old := m.plan.Operator.Accounts[m.plan.Account]
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
 	before, _ := r.List(t.Context())
 
 	m.plan.Operator.Accounts[m.plan.Account], _ = catalogue.MintAccountKey()
 	err := m.pusher(t, sys, s.ClientURL()).Bootstrap(t.Context(), false)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "recorded under a new key") || !strings.Contains(err.Error(), old) ||
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "recorded under a new key") || !strings.Contains(err.Error(), old) ||
 		!strings.Contains(err.Error(), "streams CONTROL, EVENTS, KV_meshc, NODES") || !strings.Contains(err.Error(), "put the old key back in keys.yaml") {
 		t.Fatalf("a re-keyed mesh account: %v", err)
 	}
@@ -122,7 +126,7 @@ func TestAReKeyedMeshAccountIsRefusedNotDeleted(t *testing.T) {
 	if len(after) != len(before) || after[old] == 0 || after[m.plan.Operator.Accounts[m.plan.Account]] != 0 {
 		t.Fatalf("the refused apply changed the resolver: %v → %v", before, after)
 	}
-	if ac := heldBy(t, r, old); ac == nil || ac.Tags.Contains(RevokedTag) {
+	if ac := heldBy(t, r, old); ac == nil || ac.Tags.Contains(deliver.RevokedTag) {
 		t.Fatal("the old mesh account was revoked or deleted")
 	}
 }
@@ -141,11 +145,11 @@ func TestAnotherCataloguesAccountsAreNeverTouched(t *testing.T) {
 	bob := m.plan.Operator.Accounts["person.bob"]
 	m.plan.Catalogue = "catalogue-b"
 	m.dropBob()
-	if _, err := m.push(t, sys, s.ClientURL()); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "another catalogue's or another mesh's tag") {
+	if _, err := m.push(t, sys, s.ClientURL()); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "another catalogue's or another mesh's tag") {
 		t.Fatalf("another catalogue's accounts: %v", err)
 	}
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
-	if ac := heldBy(t, r, bob); ac == nil || ac.Tags.Contains(RevokedTag) || !ac.Tags.Contains(compiler.CatalogueTag("catalogue-a")) {
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
+	if ac := heldBy(t, r, bob); ac == nil || ac.Tags.Contains(deliver.RevokedTag) || !ac.Tags.Contains(compiler.CatalogueTag("catalogue-a")) {
 		t.Fatalf("catalogue a's bob after catalogue b's apply: %+v", ac)
 	}
 }
@@ -192,10 +196,10 @@ func TestAnAccountRemovedWithANodeDownStaysRevoked(t *testing.T) {
 	}
 
 	c.start(2)
-	var r *Resolver
+	var r *deliver.Resolver
 	testwait.ForNil(t, "n3 to take the revoking version", 30*time.Second, func() error {
 		var err error
-		if r, err = NewResolver(t.Context(), sys, 3*time.Second); err != nil || len(r.Servers) < 3 {
+		if r, err = deliver.NewResolver(t.Context(), sys, 3*time.Second); err != nil || len(r.Servers) < 3 {
 			return fmt.Errorf("%d server(s) answer (%v)", len(r.Servers), err)
 		}
 		answers, err := r.Lookup(t.Context(), key)
@@ -203,7 +207,7 @@ func TestAnAccountRemovedWithANodeDownStaysRevoked(t *testing.T) {
 			return fmt.Errorf("%d answer(s) (%v)", len(answers), err)
 		}
 		for _, token := range answers {
-			if ac, err := jwt.DecodeAccountClaims(token); err != nil || !ac.Tags.Contains(RevokedTag) {
+			if ac, err := jwt.DecodeAccountClaims(token); err != nil || !ac.Tags.Contains(deliver.RevokedTag) {
 				return errors.New("a server holds bob's account unrevoked")
 			}
 		}
@@ -232,11 +236,11 @@ func TestAnApplyWaitingOnTheLockPushesNothing(t *testing.T) {
 	if _, _, err := m.run(t, sys, s.ClientURL(), Options{}, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
 	before := heldBy(t, r, m.plan.Operator.Accounts[m.plan.Account])
 
 	js, _ := m.controller(t, s.ClientURL()).JetStream()
-	lock, err := AcquireLock(t.Context(), js, LockOptions{Holder: "another apply", Wait: time.Second})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "another apply", Wait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +250,7 @@ func TestAnApplyWaitingOnTheLockPushesNothing(t *testing.T) {
 	i := slices.IndexFunc(m.plan.Accounts, func(a compiler.Account) bool { return a.Name == m.plan.Account })
 	m.plan.Accounts[i].Limits.Connections++
 	_, _, err = m.run(t, sys, s.ClientURL(), Options{}, 500*time.Millisecond)
-	var locked *LockedError
+	var locked *wire.LockedError
 	if !errors.As(err, &locked) {
 		t.Fatalf("an apply waiting on the lock: %v", err)
 	}
@@ -275,12 +279,12 @@ func TestARefusedApplyLeavesADroppedAccountAndItsUser(t *testing.T) {
 		}
 	}
 	_, out, err := m.run(t, sys, s.ClientURL(), Options{}, 5*time.Second)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "allow-replace") || !strings.Contains(out, "account person.bob") {
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "allow-replace") || !strings.Contains(out, "account person.bob") {
 		t.Fatalf("a refused apply: %v\n%s", err, out)
 	}
 	testwait.Never(t, "bob's connection to close", time.Second, func() bool { return !bob.IsConnected() })
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
-	if ac := heldBy(t, r, key); ac == nil || ac.Tags.Contains(RevokedTag) {
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
+	if ac := heldBy(t, r, key); ac == nil || ac.Tags.Contains(deliver.RevokedTag) {
 		t.Fatal("the refused apply revoked bob's account")
 	}
 }
@@ -296,7 +300,7 @@ func TestARolledBackAccountIsSaidAndPushedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := m.plan.Operator.Accounts["person.bob"]
-	r, _ := NewResolver(t.Context(), sys, 3*time.Second)
+	r, _ := deliver.NewResolver(t.Context(), sys, 3*time.Second)
 	answers, _ := r.Lookup(t.Context(), key)
 	v1 := answers[0]
 	// bob may call one tool more: a newer version (apply issues each after the newest held).

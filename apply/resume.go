@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
@@ -102,7 +104,7 @@ func (a *applier) consumers(ctx context.Context, changes []change.Change, stale 
 					md[r.Key()] = r.Value()
 				}
 			}); err != nil {
-				return fmt.Errorf("replace consumers on %s: record where they resume before deleting them: %w; nothing was deleted", stream, explain(err))
+				return fmt.Errorf("replace consumers on %s: record where they resume before deleting them: %w; nothing was deleted", stream, wire.Explain(err))
 			}
 			return nil
 		}); err != nil {
@@ -158,7 +160,7 @@ func (a *applier) forgetStale(ctx context.Context, stale []change.StaleResume) e
 			return nil // its points went with it
 		}
 		if err != nil {
-			return fmt.Errorf("remove the stale resume points on stream %s: %w", stream, explain(err))
+			return fmt.Errorf("remove the stale resume points on stream %s: %w", stream, wire.Explain(err))
 		}
 		return nil
 	})
@@ -178,7 +180,7 @@ func (a *applier) forget(ctx context.Context, used map[string][]change.ResumePoi
 			for _, r := range points {
 				names = append(names, r.Consumer)
 			}
-			a.note(fmt.Sprintf("the consumers %s on %s %s, but their resume points could not be removed (%v): they are stale, and the next apply removes them", strings.Join(names, ", "), stream, why, explain(err)))
+			a.note(fmt.Sprintf("the consumers %s on %s %s, but their resume points could not be removed (%v): they are stale, and the next apply removes them", strings.Join(names, ", "), stream, why, wire.Explain(err)))
 		}
 		return nil
 	})

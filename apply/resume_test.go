@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -106,7 +108,7 @@ func rerunResumes(t *testing.T, b *meshBus, consumer string, plan *compiler.Plan
 // resumePoints reads the resume points EVENTS carries, as the server holds them.
 func resumePoints(t *testing.T, b *meshBus) map[string]change.ResumePoint {
 	t.Helper()
-	live, err := Read(t.Context(), b.controller.nc, ReadOptions{})
+	live, err := wire.Read(t.Context(), b.controller.nc, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,7 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 	}
 
 	// Without the recorded point, the plan would make it from the start: the check is the point.
-	live, err := Read(t.Context(), b.controller.nc, ReadOptions{})
+	live, err := wire.Read(t.Context(), b.controller.nc, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/user"
 	"strings"
-	"time"
+
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
-	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/internal/output"
 )
 
@@ -42,13 +41,13 @@ type Run struct {
 	// Options are what apply may do (Prune also decides the change set: the deletes); Fence is
 	// set from the lock.
 	Options Options
-	Lock    LockOptions
+	Lock    wire.LockOptions
 	// Users is how the bus receives its users and accounts (nil: they are not compared).
-	Users Delivery
+	Users deliver.Delivery
 	// NewBus lets an operator-mode apply create the streams of a mesh on a bus where meshc
 	// never applied (StartsEmpty).
 	NewBus bool
-	Read   ReadOptions
+	Read   wire.ReadOptions
 	// Out receives the change set in Format; Say a line for the person running it.
 	Out    io.Writer
 	Format output.Format
@@ -62,24 +61,17 @@ type Outcome struct {
 	Applied *Result
 	// Users is what delivering the users and accounts did, Removed what removing those the
 	// catalogue dropped did.
-	Users, Removed Delivered
+	Users, Removed deliver.Delivered
 	// AlreadyApplied: a saved plan whose every change the bus already holds (a CI job run
 	// again after it succeeded).
 	AlreadyApplied bool
 }
 
-// refusal marks an error as a refusal of the plan (it needs a flag, or its catalogue or bus
-// moved), which `meshc apply` exits 1 for, its words unchanged.
-type refusal struct{ error }
-
-func (r refusal) Is(target error) bool { return target == ErrRefused }
-func (r refusal) Unwrap() error        { return r.error }
-
 // Do runs it. An error that errors.Is ErrRefused is the plan's refusal, and then nothing was
 // written; any other is meshc not able to run (a server that refused or did not answer, a lock
 // held, a file not written), and what was done before it stands. bus may be nil for a dry run of
 // a mesh whose account the servers do not hold yet (nothing to read as mesh-controller).
-func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
+func (r *Run) Do(ctx context.Context, bus *wire.Bus) (*Outcome, error) {
 	var js jetstream.JetStream
 	if bus != nil {
 		var err error
@@ -90,12 +82,12 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 	before := bucketSequence(ctx, js)
 	live, changes, err := r.look(ctx, bus, js)
 	if err != nil {
-		return nil, WhyStopped(ctx, err)
+		return nil, wire.WhyStopped(ctx, err)
 	}
 	out := &Outcome{Changes: changes}
 	if r.Saved != nil && bus != nil {
 		if id := r.Saved.Bus.Identity; id != "" && bus.Identity() != id {
-			return nil, refusal{fmt.Errorf("the plan was saved against %s (%s), and this is %s: nothing was applied — plan again against this bus", id, r.Saved.Bus.Server, bus.Identity())}
+			return nil, wire.Refused{Err: fmt.Errorf("the plan was saved against %s (%s), and this is %s: nothing was applied — plan again against this bus", id, r.Saved.Bus.Server, bus.Identity())}
 		}
 	}
 	if r.Saved != nil && r.Saved.Done(live, changes) {
@@ -116,18 +108,18 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 		return nil, err
 	}
 
-	lock, err := AcquireLock(ctx, js, r.Lock)
+	lock, err := wire.AcquireLock(ctx, js, r.Lock)
 	if err != nil {
-		return nil, WhyStopped(ctx, err)
+		return nil, wire.WhyStopped(ctx, err)
 	}
 	defer lock.Release(context.Background())
 	ctx, fence := lock.Context(), lock.Check
-	if lock.revision() != before+1 {
+	if lock.Revision() != before+1 {
 		// Something wrote to apply's bucket between the read and the lock: another apply, most
 		// likely, whose changes the change set shown does not know of. Read again under the lock.
 		moved := changes
 		if live, changes, err = r.look(ctx, bus, js); err != nil {
-			return nil, WhyStopped(ctx, err)
+			return nil, wire.WhyStopped(ctx, err)
 		}
 		if err := r.decide(ctx, bus, live, &changes); err != nil {
 			return nil, err
@@ -148,7 +140,7 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 	opts.Fence = fence
 	if r.Users != nil && changes.Undelivered == "" {
 		if out.Users, err = r.Users.Deliver(ctx, changes, fence, js); err != nil {
-			return out, WhyStopped(ctx, err)
+			return out, wire.WhyStopped(ctx, err)
 		}
 	}
 	if !changes.StreamsEmpty() {
@@ -157,27 +149,27 @@ func (r *Run) Do(ctx context.Context, bus *Bus) (*Outcome, error) {
 		for _, n := range result.Notes {
 			r.Say("note: " + n)
 		}
-		if errors.Is(err, ErrRefused) {
-			return out, refusal{WhyStopped(ctx, err)}
+		if errors.Is(err, wire.ErrRefused) {
+			return out, wire.Refused{Err: wire.WhyStopped(ctx, err)}
 		}
 		if err != nil {
-			return out, WhyStopped(ctx, err)
+			return out, wire.WhyStopped(ctx, err)
 		}
 	}
 	if r.Users != nil && changes.Undelivered == "" {
 		if out.Removed, err = r.Users.Remove(ctx, changes, fence); err != nil {
-			return out, WhyStopped(ctx, err)
+			return out, wire.WhyStopped(ctx, err)
 		}
 	}
-	return out, leftUnread(changes)
+	return out, wire.Unread(changes)
 }
 
 // look reads what the bus holds and diffs the plan against it.
-func (r *Run) look(ctx context.Context, bus *Bus, js jetstream.JetStream) (*change.State, change.Changes, error) {
+func (r *Run) look(ctx context.Context, bus *wire.Bus, js jetstream.JetStream) (*change.State, change.Changes, error) {
 	live := &change.State{}
 	if bus != nil {
 		var err error
-		if live, err = Read(ctx, bus, r.Read); err != nil {
+		if live, err = wire.Read(ctx, bus, r.Read); err != nil {
 			return nil, change.Changes{}, err
 		}
 	}
@@ -193,16 +185,16 @@ func (r *Run) look(ctx context.Context, bus *Bus, js jetstream.JetStream) (*chan
 }
 
 // decide holds the change set to the saved plan and counts what its changes drop.
-func (r *Run) decide(ctx context.Context, bus *Bus, live *change.State, changes *change.Changes) error {
+func (r *Run) decide(ctx context.Context, bus *wire.Bus, live *change.State, changes *change.Changes) error {
 	if r.Saved != nil {
 		if err := r.Saved.StillHolds(live, *changes); err != nil {
-			return refusal{err}
+			return wire.Refused{Err: err}
 		}
 		r.Saved.Approvals(changes)
 	}
 	if bus != nil {
-		if err := CountDrops(ctx, bus, *changes, r.Read); err != nil {
-			return WhyStopped(ctx, err)
+		if err := wire.CountDrops(ctx, bus, *changes, r.Read); err != nil {
+			return wire.WhyStopped(ctx, err)
 		}
 	}
 	return nil
@@ -211,23 +203,23 @@ func (r *Run) decide(ctx context.Context, bus *Bus, live *change.State, changes 
 // refusals are every refusal of the change set, in one error: the flags it needs, what no flag
 // permits (another's objects and accounts, a mesh account re-keyed away from its streams), and
 // an operator-mode mesh that would start empty beside its history.
-func (r *Run) refusals(bus *Bus, live *change.State, changes change.Changes) error {
+func (r *Run) refusals(bus *wire.Bus, live *change.State, changes change.Changes) error {
 	opts := r.Options
 	if bus != nil {
 		opts.ServerVersion = bus.Version
 	}
 	refused := append(refusalsOf(changes, opts), changes.Refusals()...)
-	if err := StartsEmpty(live, r.Plan, r.NewBus); err != nil {
+	if err := deliver.StartsEmpty(live, r.Plan, r.NewBus); err != nil {
 		refused = append(refused, err.Error())
 	}
 	if len(refused) == 0 {
 		return nil
 	}
-	msg := fmt.Sprintf("%v, nothing was changed:\n  - %s", ErrRefused, strings.Join(refused, "\n  - "))
-	if f, ok := r.Users.(*FileDelivery); ok {
-		msg += fmt.Sprintf("\n%s was not written either", f.path)
+	msg := fmt.Sprintf("%v, nothing was changed:\n  - %s", wire.ErrRefused, strings.Join(refused, "\n  - "))
+	if f, ok := r.Users.(*deliver.FileDelivery); ok {
+		msg += fmt.Sprintf("\n%s was not written either", f.Path())
 	}
-	return refusal{errors.New(msg)}
+	return wire.Refused{Err: errors.New(msg)}
 }
 
 // bucketSequence is the last sequence of apply's bucket (0 when there is none): a lock taken at
@@ -241,58 +233,4 @@ func bucketSequence(ctx context.Context, js jetstream.JetStream) uint64 {
 		return 0
 	}
 	return s.CachedInfo().State.LastSeq
-}
-
-// revision is the lock's revision as taken.
-func (l *Lock) revision() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rev
-}
-
-// AccountsFile decides everything about delivering the plan's accounts file to path that can
-// refuse, and writes nothing: the bytes (a user with no recorded hash is a refusal, unless
-// allowMissing leaves it out), the place, and with reload (a PID or a pid file) the nats-server
-// to signal, whose monitoring endpoint must answer within wait.
-func AccountsFile(ctx context.Context, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*AccountsDelivery, error) {
-	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
-	if err != nil {
-		return nil, refusal{err}
-	}
-	var server Reloader
-	if reload != "" {
-		if server, err = Signalled(ctx, reload, monitor, wait); err != nil {
-			return nil, err
-		}
-	}
-	return PrepareAccounts(ctx, data, path, server)
-}
-
-// HolderName names an apply in the bus's lock: which mesh, who, where, which process, so the
-// apply turned away knows whom to ask.
-func HolderName(mesh string) string {
-	who := "unknown"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", mesh, who, host, os.Getpid())
-}
-
-// WhyStopped says why a request stopped when something other than the request ended it: the
-// lock lost, or the server refusing this connection something (then the refusal is the news,
-// not the "context canceled" it left behind).
-func WhyStopped(ctx context.Context, err error) error {
-	cause := context.Cause(ctx)
-	var refused *Refusal
-	switch {
-	case errors.Is(cause, ErrLockLost):
-		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
-	case errors.As(cause, &refused) && !errors.As(err, &refused):
-		return refused
-	case ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded):
-		// Ctrl-C or SIGTERM.
-		return fmt.Errorf("stopped, %v (%v): what was done stands and the lock is given back; apply again to finish", cause, err)
-	}
-	return err
 }

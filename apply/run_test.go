@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/deliver"
+
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -21,7 +25,7 @@ import (
 // nothing written; and the server refused mesh-controller nothing throughout.
 func TestARunDecidesEveryRefusalBeforeItWrites(t *testing.T) {
 	b := startMeshBus(t)
-	bus, err := Connect(Endpoint{URL: b.url, User: compiler.ControllerUser, Options: []nats.Option{
+	bus, err := wire.Connect(wire.Endpoint{URL: b.url, User: compiler.ControllerUser, Options: []nats.Option{
 		nats.UserInfo(compiler.ControllerUser, b.passwords[compiler.ControllerUser]),
 		nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser)),
 	}})
@@ -32,19 +36,19 @@ func TestARunDecidesEveryRefusalBeforeItWrites(t *testing.T) {
 	var said []string
 	run := func(plan *compiler.Plan, dryRun bool) (*Outcome, string, error) {
 		var out bytes.Buffer
-		users, err := NewRecordedDelivery(plan, "")
+		users, err := deliver.NewRecordedDelivery(plan, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := &Run{Plan: plan, DryRun: dryRun, Out: &out, Format: output.Text, Users: users,
-			Lock: LockOptions{Holder: HolderName(plan.Account), Wait: 5 * time.Second},
-			Read: ReadOptions{RequestTimeout: 5 * time.Second},
+			Lock: wire.LockOptions{Holder: wire.HolderName(plan.Account), Wait: 5 * time.Second},
+			Read: wire.ReadOptions{RequestTimeout: 5 * time.Second},
 			Say:  func(line string) { said = append(said, line) }}
 		res, err := r.Do(t.Context(), bus)
 		return res, out.String(), err
 	}
 	streams := func() []string {
-		live, err := Read(t.Context(), bus, ReadOptions{RequestTimeout: 5 * time.Second})
+		live, err := wire.Read(t.Context(), bus, wire.ReadOptions{RequestTimeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +83,7 @@ func TestARunDecidesEveryRefusalBeforeItWrites(t *testing.T) {
 		}
 	}
 	res, _, err = run(replacing, false)
-	if !errors.Is(err, ErrRefused) || res != nil || !strings.Contains(err.Error(), "allow-replace") {
+	if !errors.Is(err, wire.ErrRefused) || res != nil || !strings.Contains(err.Error(), "allow-replace") {
 		t.Fatalf("a storage change without --allow-replace: %+v, %v", res, err)
 	}
 	events, err := b.controller.js.Stream(context.Background(), "EVENTS")

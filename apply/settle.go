@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/change"
@@ -68,13 +70,13 @@ func (a *applier) settleOne(ctx context.Context, c change.Change) (settled, erro
 		return settled{point: plan}, nil
 	}
 	if err != nil {
-		return settled{}, fmt.Errorf("replace consumer %s on %s: pause it before reading where it stands: %w", c.Consumer, c.Stream, explain(err))
+		return settled{}, fmt.Errorf("replace consumer %s on %s: pause it before reading where it stands: %w", c.Consumer, c.Stream, wire.Explain(err))
 	}
 	var info *jetstream.ConsumerInfo
 	deadline := time.Now().Add(a.opts.SettleFor)
 	for {
 		if info, err = a.consumerInfo(ctx, c.Stream, c.Consumer); err != nil {
-			return settled{}, fmt.Errorf("replace consumer %s on %s: read it once paused: %w", c.Consumer, c.Stream, explain(err))
+			return settled{}, fmt.Errorf("replace consumer %s on %s: read it once paused: %w", c.Consumer, c.Stream, wire.Explain(err))
 		}
 		if info.NumAckPending == 0 || !time.Now().Before(deadline) {
 			break
@@ -90,11 +92,11 @@ func (a *applier) settleOne(ctx context.Context, c change.Change) (settled, erro
 		s.point.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		s.point.OptStartSeq, s.point.OptStartTime = info.AckFloor.Stream+1, nil
 	}
-	if n := ackedAboveFloor(info); n > 0 {
+	if n := wire.AckedAboveFloor(info); n > 0 {
 		s.refused = fmt.Sprintf("consumer %s would deliver again up to %d messages it acknowledged: %d it delivered are still not acknowledged after %s paused, and a replacement starts after the last message acknowledged in order (stream sequence %d); whoever reads it must acknowledge them (or they are delivered again once their ack wait of %s passes), then apply again",
 			c.Name(), n, info.NumAckPending, a.opts.SettleFor, info.AckFloor.Stream, ackWaitOf(info.Config))
 		if err := a.resume(ctx, c); err != nil {
-			s.refused += fmt.Sprintf("; it could not be unpaused (%v) and delivers again by itself at %s", explain(err), until.UTC().Format(time.RFC3339))
+			s.refused += fmt.Sprintf("; it could not be unpaused (%v) and delivers again by itself at %s", wire.Explain(err), until.UTC().Format(time.RFC3339))
 		}
 	}
 	return s, nil
@@ -116,7 +118,7 @@ func (a *applier) resume(ctx context.Context, c change.Change) error {
 func (a *applier) unpause(ctx context.Context, paused []change.Change) {
 	_ = a.each(ctx, paused, func(ctx context.Context, c change.Change) error {
 		if err := a.resume(ctx, c); err != nil {
-			a.note(fmt.Sprintf("consumer %s stays paused until its pause runs out (about two minutes): unpausing it failed (%v)", c.Name(), explain(err)))
+			a.note(fmt.Sprintf("consumer %s stays paused until its pause runs out (about two minutes): unpausing it failed (%v)", c.Name(), wire.Explain(err)))
 		}
 		return nil
 	})
@@ -137,7 +139,7 @@ func refusedReplaces(refused []string, applied int) error {
 	if applied == 0 {
 		done = "nothing was changed"
 	}
-	return fmt.Errorf("%w, %s:\n  - %s", ErrRefused, done, strings.Join(refused, "\n  - "))
+	return fmt.Errorf("%w, %s:\n  - %s", wire.ErrRefused, done, strings.Join(refused, "\n  - "))
 }
 
 // consumerInfo reads one consumer, push or pull (nats.go's Consumer refuses a push consumer).
@@ -174,7 +176,7 @@ func (a *applier) consumerInfo(ctx context.Context, stream, consumer string) (*j
 func apiPrefixOf(js jetstream.JetStream) string {
 	p := js.Options().APIPrefix
 	if p == "" {
-		p = DefaultAPIPrefix
+		p = wire.DefaultAPIPrefix
 	}
 	if !strings.HasSuffix(p, ".") {
 		p += "."

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -136,7 +138,7 @@ func TestAReplaceThatWouldDeliverAcknowledgedMessagesAgainIsRefused(t *testing.T
 		t.Fatalf("the plan does not say what a replace would deliver again: %+v", c)
 	}
 	_, err = Apply(ctx, f.b.controller.js, cs, Options{AllowReplace: true, SettleFor: 500 * time.Millisecond})
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "would deliver again up to 5 messages it acknowledged") ||
+	if !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "would deliver again up to 5 messages it acknowledged") ||
 		!strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("a replace that would deliver 5 acknowledged messages again: %v", err)
 	}

@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+
+	"github.com/meshc-dev/meshc/apply/deliver"
+
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/operator"
 )
@@ -83,11 +87,11 @@ func TestOperatorModeOverTLS(t *testing.T) {
 	}
 
 	// The flags: push every account as the system user, each probed over the same TLS.
-	c, err := Resolve("apply", Settings{Server: url, TLSCA: p.ca, TLSCert: p.clientCert, TLSKey: p.clientKey}, m.plan)
+	c, err := wire.Resolve("apply", wire.Settings{Server: url, TLSCA: p.ca, TLSCert: p.clientCert, TLSKey: p.clientKey}, m.plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pusher, err := NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second)
+	pusher, err := deliver.NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second)
 	if err != nil {
 		t.Fatalf("the system user over TLS: %v", err)
 	}
@@ -105,7 +109,7 @@ func TestOperatorModeOverTLS(t *testing.T) {
 	ctxFile := filepath.Join(t.TempDir(), "bus.json")
 	data, _ := json.Marshal(map[string]string{"url": url, "creds": credsPath, "ca": p.ca, "cert": p.clientCert, "key": p.clientKey})
 	os.WriteFile(ctxFile, data, 0o600)
-	c, err = Resolve("apply", Settings{Context: ctxFile}, m.plan)
+	c, err = wire.Resolve("apply", wire.Settings{Context: ctxFile}, m.plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +123,13 @@ func TestOperatorModeOverTLS(t *testing.T) {
 	bus.Close()
 
 	// No CA: the server's certificate is not trusted, and the error says so.
-	c, _ = Resolve("apply", Settings{Server: url, TLSCert: p.clientCert, TLSKey: p.clientKey}, m.plan)
-	if _, err := NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
+	c, _ = wire.Resolve("apply", wire.Settings{Server: url, TLSCert: p.clientCert, TLSKey: p.clientKey}, m.plan)
+	if _, err := deliver.NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("without the CA: %v", err)
 	}
 	// No client certificate: the server, which verifies clients, refuses.
-	c, _ = Resolve("apply", Settings{Server: url, TLSCA: p.ca}, m.plan)
-	if _, err := NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second); err == nil {
+	c, _ = wire.Resolve("apply", wire.Settings{Server: url, TLSCA: p.ca}, m.plan)
+	if _, err := deliver.NewPusher(t.Context(), c.Endpoint, system, m.plan, m.op.Signing, 5*time.Second); err == nil {
 		t.Fatal("a client without a certificate was let in")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -40,7 +41,7 @@ func BenchmarkApplyFromEmpty(b *testing.B) {
 	})
 	b.Run(key+"/impl=meshc", func(b *testing.B) {
 		fromEmpty(b, plan, func(ctx context.Context, x *bus) error {
-			live, err := apply.Read(ctx, x.nc, apply.ReadOptions{})
+			live, err := wire.Read(ctx, x.nc, wire.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -55,12 +56,12 @@ func BenchmarkApplyFromEmpty(b *testing.B) {
 	// As meshc apply runs it: under the bus's lock, every write behind the lock's fence.
 	b.Run(key+"/impl=meshc-locked", func(b *testing.B) {
 		fromEmpty(b, plan, func(ctx context.Context, x *bus) error {
-			lock, err := apply.AcquireLock(ctx, x.js, apply.LockOptions{Holder: "benchmark"})
+			lock, err := wire.AcquireLock(ctx, x.js, wire.LockOptions{Holder: "benchmark"})
 			if err != nil {
 				return err
 			}
 			defer lock.Release(context.Background())
-			live, err := apply.Read(lock.Context(), x.nc, apply.ReadOptions{})
+			live, err := wire.Read(lock.Context(), x.nc, wire.ReadOptions{})
 			if err != nil {
 				return err
 			}
@@ -118,7 +119,7 @@ func createAll(ctx context.Context, js jetstream.JetStream, plan *compiler.Plan)
 // timed doing less than the whole job.
 func checkHolds(b *testing.B, x *bus, plan *compiler.Plan) {
 	b.Helper()
-	live, err := apply.Read(b.Context(), x.nc, apply.ReadOptions{})
+	live, err := wire.Read(b.Context(), x.nc, wire.ReadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func BenchmarkReapply(b *testing.B) {
 	})
 	b.Run(key+"/impl=meshc", func(b *testing.B) {
 		for b.Loop() {
-			live, err := apply.Read(b.Context(), x.nc, apply.ReadOptions{})
+			live, err := wire.Read(b.Context(), x.nc, wire.ReadOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

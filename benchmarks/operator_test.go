@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
@@ -387,15 +387,15 @@ func clients(plan *compiler.Plan, n int) []compiler.User {
 }
 
 // pushAll pushes the plan's accounts as meshc apply does, probes included.
-func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan *compiler.Plan) (apply.Delivered, error) {
-	p, err := apply.PusherOn(ctx, sys, plan, apply.PushOptions{
+func pushAll(ctx context.Context, sys *nats.Conn, url string, f *opFixture, plan *compiler.Plan) (deliver.Delivered, error) {
+	p, err := deliver.PusherOn(ctx, sys, plan, deliver.PushOptions{
 		Signer: f.op.Signing,
 		Dial: func(extra ...nats.Option) (*nats.Conn, error) {
 			return nats.Connect(url, append([]nats.Option{nats.Timeout(10 * time.Minute)}, extra...)...)
 		},
 	}, 10*time.Minute)
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
 	return p.Converge(ctx)
 }

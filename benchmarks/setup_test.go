@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/synth"
@@ -114,7 +114,7 @@ func startBus(b *testing.B) *bus {
 	if err != nil {
 		b.Fatal(err)
 	}
-	controller, err := apply.Connect(running.Controller())
+	controller, err := wire.Connect(running.Controller())
 	if err != nil {
 		b.Fatal(err)
 	}

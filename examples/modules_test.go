@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
@@ -138,13 +139,13 @@ func startNKeyBus(ctx context.Context, t *testing.T, plan *compiler.Plan) (strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	bus, err := apply.Connect(apply.Endpoint{URL: s.ClientURL(), User: compiler.ControllerUser,
+	bus, err := wire.Connect(wire.Endpoint{URL: s.ClientURL(), User: compiler.ControllerUser,
 		Options: []nats.Option{seed, nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser))}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bus.Close()
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{})
+	live, err := wire.Read(ctx, bus, wire.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/output"
@@ -140,8 +140,8 @@ func FromServer(s *server.Server) Connz {
 
 // Read reads the bus as the connection's user (mesh-controller) and says it per principal of
 // the plan. connz may be nil: connections are then unknown, and said so.
-func Read(ctx context.Context, bus *apply.Bus, plan *compiler.Plan, connz Connz) (*Report, error) {
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+func Read(ctx context.Context, bus *wire.Bus, plan *compiler.Plan, connz Connz) (*Report, error) {
+	live, err := wire.Read(ctx, bus, wire.ReadOptions{APIPrefix: bus.APIPrefix})
 	if err != nil {
 		return nil, err
 	}

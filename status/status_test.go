@@ -9,7 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/output"
@@ -63,7 +63,7 @@ func TestStatusShowsAStoppedModuleAndAConsumerBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	controller, err := apply.Connect(b.Controller())
+	controller, err := wire.Connect(b.Controller())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/nats-io/nkeys"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/atomicfile"
@@ -179,27 +180,27 @@ const operatorConfFile = "operator.conf"
 // push pushes the plan's accounts as the development system user, as `meshc apply` does: what
 // the resolver holds read, diffed, the accounts that differ pushed and proven, those the
 // catalogue dropped revoked and deleted.
-func (b *Bus) push(ctx context.Context) (apply.Delivered, error) {
+func (b *Bus) push(ctx context.Context) (deliver.Delivered, error) {
 	creds, err := b.op.op.SystemCreds()
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
 	sys, err := operator.SystemUserFrom(creds)
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
-	nc, err := apply.Dial(b.URL, nats.Name("meshc up"), sys)
+	nc, err := wire.Dial(b.URL, nats.Name("meshc up"), sys)
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
 	defer nc.Close()
 	local := b.op.localPlan(b.plan)
-	p, err := apply.PusherOn(ctx, nc, local, apply.PushOptions{
+	p, err := deliver.PusherOn(ctx, nc, local, deliver.PushOptions{
 		Signer: b.op.op.Signing,
 		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(b.URL, extra...) },
 	}, 10*time.Second)
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
 	return p.Converge(ctx)
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
@@ -60,7 +62,7 @@ type Bus struct {
 	// op is the development operator of a mesh with auth: operator, nil for any other.
 	op *devOperator
 	// Pushed is what the last push to the resolver did, in operator mode.
-	Pushed apply.Delivered
+	Pushed deliver.Delivered
 	// delivered is the accounts file last delivered to the server, recorded on the bus by Apply.
 	delivered []byte
 }
@@ -110,7 +112,7 @@ func Start(ctx context.Context, plan *compiler.Plan, opts Options) (*Bus, change
 	}
 	b.URL = b.Server.ClientURL()
 	if b.op != nil {
-		if b.Pushed, err = Interruptible(ctx, func() (apply.Delivered, error) { return b.push(ctx) }); err != nil {
+		if b.Pushed, err = Interruptible(ctx, func() (deliver.Delivered, error) { return b.push(ctx) }); err != nil {
 			b.Stop()
 			return nil, change.Changes{}, fmt.Errorf("pushing the accounts: %w", err)
 		}
@@ -179,7 +181,7 @@ func (b *Bus) As(user string) nats.Option {
 // Connect connects as a bus user with its development credentials and the inbox prefix its
 // grant names, as every mesh client does.
 func (b *Bus) Connect(user string, opts ...nats.Option) (*nats.Conn, error) {
-	return apply.Dial(b.URL, append([]nats.Option{
+	return wire.Dial(b.URL, append([]nats.Option{
 		b.As(user),
 		nats.CustomInboxPrefix(compiler.InboxPrefix(user)),
 	}, opts...)...)
@@ -187,8 +189,8 @@ func (b *Bus) Connect(user string, opts ...nats.Option) (*nats.Conn, error) {
 
 // Controller is how mesh-controller reaches the bus: its development credentials, and the inbox
 // prefix its grant names.
-func (b *Bus) Controller() apply.Endpoint {
-	return apply.Endpoint{
+func (b *Bus) Controller() wire.Endpoint {
+	return wire.Endpoint{
 		URL: b.URL, User: compiler.ControllerUser,
 		Options: []nats.Option{
 			nats.Name("meshc up"),
@@ -213,13 +215,13 @@ func (b *Bus) Apply(ctx context.Context) (change.Changes, error) {
 // and asserts plan, making the changes that drop stored messages too (Apply says why a local bus
 // may); it returns what it found to change. `meshc verify` applies a golden plan.json to its
 // throwaway server the same way.
-func ApplyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan) (change.Changes, error) {
+func ApplyAs(ctx context.Context, e wire.Endpoint, plan *compiler.Plan) (change.Changes, error) {
 	return applyAs(ctx, e, plan, nil)
 }
 
 // applyAs is ApplyAs, then after (when set) on the same connection: the record of the accounts.
-func applyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan, after func(context.Context, jetstream.JetStream) error) (change.Changes, error) {
-	bus, err := apply.Connect(e)
+func applyAs(ctx context.Context, e wire.Endpoint, plan *compiler.Plan, after func(context.Context, jetstream.JetStream) error) (change.Changes, error) {
+	bus, err := wire.Connect(e)
 	if err != nil {
 		return change.Changes{}, err
 	}
@@ -229,7 +231,7 @@ func applyAs(ctx context.Context, e apply.Endpoint, plan *compiler.Plan, after f
 	if err := bus.CheckJetStream(ctx, 10*time.Second); err != nil {
 		return change.Changes{}, err
 	}
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+	live, err := wire.Read(ctx, bus, wire.ReadOptions{APIPrefix: bus.APIPrefix})
 	if err != nil {
 		return change.Changes{}, err
 	}
@@ -287,7 +289,7 @@ func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Chan
 		return 0, change.Changes{}, err
 	}
 	b.plan, b.dev = plan, dev
-	delivered, err := b.deliverAccounts(ctx, apply.InProcess{Server: b.Server, Config: b.conf})
+	delivered, err := b.deliverAccounts(ctx, deliver.InProcess{Server: b.Server, Config: b.conf})
 	if err != nil {
 		return 0, change.Changes{}, fmt.Errorf("reloading the accounts: %w", err)
 	}
@@ -297,7 +299,7 @@ func (b *Bus) Update(ctx context.Context, plan *compiler.Plan) (int, change.Chan
 
 // deliverAccounts composes the accounts file with the development hashes and delivers it to
 // STATE/accounts.conf, and to the server when there is one.
-func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply.Delivered, error) {
+func (b *Bus) deliverAccounts(ctx context.Context, server deliver.Reloader) (deliver.Delivered, error) {
 	local := *b.plan
 	local.Users = slices.Clone(b.plan.Users)
 	for i := range local.Users {
@@ -313,11 +315,11 @@ func (b *Bus) deliverAccounts(ctx context.Context, server apply.Reloader) (apply
 	}
 	data, err := emit.Accounts(&local, emit.AccountsOptions{})
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
-	d, err := apply.PrepareAccounts(ctx, data, filepath.Join(b.State, emit.AccountsFile), server)
+	d, err := deliver.PrepareAccounts(ctx, data, filepath.Join(b.State, emit.AccountsFile), server)
 	if err != nil {
-		return apply.Delivered{}, err
+		return deliver.Delivered{}, err
 	}
 	did, err := d.Deliver(ctx)
 	if err == nil {
@@ -339,7 +341,7 @@ func (b *Bus) record(ctx context.Context, js jetstream.JetStream) error {
 	}
 	// Best effort: a mesh whose limits leave no room for apply's bucket still runs, and a plan
 	// against it says it cannot tell.
-	_ = apply.RecordAccounts(ctx, js, apply.AccountsRecord{Digest: apply.AccountsDigest(b.delivered), At: time.Now(), By: "meshc up", Development: true}, ps)
+	_ = deliver.RecordAccounts(ctx, js, deliver.AccountsRecord{Digest: deliver.AccountsDigest(b.delivered), At: time.Now(), By: "meshc up", Development: true}, ps)
 	return nil
 }
 

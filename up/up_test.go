@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/change"
@@ -63,13 +64,13 @@ func TestAPlanAgainstUpsBusComparesItsUsers(t *testing.T) {
 	defer b.Stop()
 	compare := func(plan *compiler.Plan) change.Changes {
 		t.Helper()
-		bus, err := apply.Connect(b.Controller())
+		bus, err := wire.Connect(b.Controller())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer bus.Close()
 		js, _ := bus.JetStream()
-		d, err := apply.NewRecordedDelivery(plan, "")
+		d, err := deliver.NewRecordedDelivery(plan, "")
 		if err != nil {
 			t.Fatal(err)
 		}

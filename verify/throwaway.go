@@ -17,7 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/emit"
@@ -81,7 +82,7 @@ func startThrowaway(ctx context.Context, p *proof) (*throwaway, error) {
 		p.fail(Load, compiler.ControllerUser, "", "", "%s holds no %s, so nothing can apply golden/plan.json; run `meshc emit`", p.golden.file, compiler.ControllerUser)
 		return t, nil
 	}
-	e := apply.Endpoint{URL: p.url, User: compiler.ControllerUser, Options: append([]nats.Option{
+	e := wire.Endpoint{URL: p.url, User: compiler.ControllerUser, Options: append([]nats.Option{
 		nats.Name("meshc verify"), nats.CustomInboxPrefix(compiler.InboxPrefix(compiler.ControllerUser))}, controller...)}
 	if _, err := up.ApplyAs(ctx, e, p.golden.plan); err != nil {
 		p.fail(Load, compiler.ControllerUser, "", "", "applying %s as %s with its golden grants: %v", filepath.Join(p.golden.dir, emit.PlanFile), compiler.ControllerUser, err)
@@ -247,16 +248,16 @@ func (t *throwaway) startOperator(ctx context.Context, p *proof) error {
 	if err != nil {
 		return err
 	}
-	nc, err := apply.Dial(url, nats.Name("meshc verify"), sys)
+	nc, err := wire.Dial(url, nats.Name("meshc verify"), sys)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	r, err := apply.NewResolver(ctx, nc, 10*time.Second)
+	r, err := deliver.NewResolver(ctx, nc, 10*time.Second)
 	if err != nil {
 		return err
 	}
-	if _, err := apply.PushClaims(ctx, r, claims, apply.PushOptions{
+	if _, err := deliver.PushClaims(ctx, r, claims, deliver.PushOptions{
 		Signer: op.Signing,
 		Dial:   func(extra ...nats.Option) (*nats.Conn, error) { return nats.Connect(url, extra...) },
 	}); err != nil {

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/internal/output"
 )
@@ -213,21 +215,21 @@ func runApply(inv *invocation, args []string) int {
 	sig, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	context.AfterFunc(sig, stopSignals)
-	var accounts *apply.AccountsDelivery
+	var accounts *deliver.AccountsDelivery
 	if *accountsPath != "" {
 		if plan.Operator != nil {
 			fmt.Fprintf(stderr, "meshc apply: with auth: operator the servers have no accounts file: apply pushes the accounts over the bus; drop --accounts\n")
 			return exitCantRun
 		}
 		var err error
-		if accounts, err = apply.AccountsFile(sig, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); err != nil {
+		if accounts, err = deliver.AccountsFile(sig, plan, *accountsPath, *allowMissing, *reload, *monitor, *reloadWait); err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitFor(err)
 		}
 		if !conn.explicit() {
 			did, err := accounts.Deliver(sig)
 			if err != nil {
-				fmt.Fprintf(stderr, "meshc apply: %v\n", apply.WhyStopped(sig, err))
+				fmt.Fprintf(stderr, "meshc apply: %v\n", wire.WhyStopped(sig, err))
 				return exitCantRun
 			}
 			fmt.Fprintf(stderr, "meshc apply: %s\n", fileDelivered(did))
@@ -249,16 +251,16 @@ func runApply(inv *invocation, args []string) int {
 		}
 	}
 	say := func(line string) { fmt.Fprintf(stderr, "meshc apply: %s\n", line) }
-	var users apply.Delivery
+	var users deliver.Delivery
 	meshNew := false
 	switch {
 	case *breakLock:
 		// Breaking a lock pushes nothing and reads no accounts.
 	case plan.Operator != nil:
 		c, err := conn.resolve("apply", plan)
-		var pusher *apply.Pusher
+		var pusher *deliver.Pusher
 		if err == nil {
-			pusher, err = apply.OpenPusher(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
+			pusher, err = deliver.OpenPusher(sig, c, plan, *operatorKey, *systemCreds, *dryRun)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
@@ -277,7 +279,7 @@ func runApply(inv *invocation, args []string) int {
 		}
 		users, meshNew = pusher, pusher.MeshNew
 	case accounts != nil:
-		fd, err := apply.NewFileDelivery(accounts, *monitor, "meshc apply --accounts")
+		fd, err := deliver.NewFileDelivery(accounts, *monitor, "meshc apply --accounts")
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitCantRun
@@ -291,7 +293,7 @@ func runApply(inv *invocation, args []string) int {
 		if given(fs)["monitor"] {
 			m = *monitor
 		}
-		rd, err := apply.NewRecordedDelivery(plan, m)
+		rd, err := deliver.NewRecordedDelivery(plan, m)
 		if err != nil {
 			fmt.Fprintf(stderr, "meshc apply: %v\n", err)
 			return exitCantRun
@@ -301,29 +303,29 @@ func runApply(inv *invocation, args []string) int {
 	run := &apply.Run{
 		Plan: plan, DryRun: *dryRun, Saved: saved,
 		Options: apply.Options{AllowReplace: *allowReplace, Prune: *prune, PurgeNonEmpty: *purge, AllowDiscard: *allowDiscard, Adopt: *adopt, Concurrency: *concurrency},
-		Lock: apply.LockOptions{Holder: apply.HolderName(plan.Account), Wait: *lockTimeout,
-			Waiting: func(h apply.LockHolder) {
+		Lock: wire.LockOptions{Holder: wire.HolderName(plan.Account), Wait: *lockTimeout,
+			Waiting: func(h wire.LockHolder) {
 				say(fmt.Sprintf("waiting up to %s for the lock held by %s", *lockTimeout, h))
 			},
-			TookOver: func(h apply.LockHolder, why string) {
+			TookOver: func(h wire.LockHolder, why string) {
 				say(fmt.Sprintf("took over the lock of %s: %s", h, why))
 			}},
 		Users: users, NewBus: *newBus,
 		Out: stdout, Format: format, Say: say,
 	}
-	var bus *apply.Bus
+	var bus *wire.Bus
 	if *dryRun && meshNew {
 		// Nothing to read as mesh-controller: its account is not on the servers yet.
 		say(fmt.Sprintf("the servers hold no account %s yet: everything would be created", plan.Account))
 	} else {
-		var cn apply.Connection
+		var cn wire.Connection
 		var exit int
 		var ok bool
 		if bus, cn, exit, ok = connectLive("apply", &conn, plan, stderr); !ok {
 			return exit
 		}
 		defer bus.Close()
-		run.Read = apply.ReadOptions{RequestTimeout: cn.RequestTimeout, APIPrefix: bus.APIPrefix}
+		run.Read = wire.ReadOptions{RequestTimeout: cn.RequestTimeout, APIPrefix: bus.APIPrefix}
 	}
 	// A refusal ends every request in flight at once: it will not pass by waiting.
 	ctx, cancel := sig, context.CancelFunc(func() {})
@@ -352,7 +354,7 @@ func runApply(inv *invocation, args []string) int {
 		}
 	}
 	switch {
-	case errors.Is(err, apply.ErrUnread):
+	case errors.Is(err, wire.ErrUnread):
 		say(err.Error())
 		return exitUnread
 	case err != nil:
@@ -389,7 +391,7 @@ func outcomeLines(out *apply.Outcome, dryRun bool) []string {
 }
 
 // delivered says what a delivery of users and accounts did.
-func delivered(d apply.Delivered) string {
+func delivered(d deliver.Delivered) string {
 	if d.Path != "" {
 		return fileDelivered(d)
 	}
@@ -417,7 +419,7 @@ func few(names []string) string {
 }
 
 // fileDelivered says what delivering an accounts file did.
-func fileDelivered(d apply.Delivered) string {
+func fileDelivered(d deliver.Delivered) string {
 	verb := "wrote " + d.Path
 	if !d.Written {
 		verb = d.Path + " is current"
@@ -429,7 +431,7 @@ func fileDelivered(d apply.Delivered) string {
 		return verb
 	case len(d.Why) == 0 && d.Reloads == 0:
 		return verb + " and the server has loaded it (its configuration digest matches and every service import is wired); the server is not asked to reload"
-	case d.Reloads == 1 && d.Written && d.Why[0] == apply.NotLoaded:
+	case d.Reloads == 1 && d.Written && d.Why[0] == deliver.NotLoaded:
 		return "wrote " + d.Path + " and the server reloaded it"
 	}
 	times := fmt.Sprintf(" %d times", d.Reloads)
@@ -443,15 +445,15 @@ func fileDelivered(d apply.Delivered) string {
 }
 
 // runBreakLock removes a stuck apply's lock and says whose it was.
-func runBreakLock(ctx context.Context, bus *apply.Bus, stderr io.Writer) int {
+func runBreakLock(ctx context.Context, bus *wire.Bus, stderr io.Writer) int {
 	js, err := bus.JetStream()
-	var held *apply.LockHolder
+	var held *wire.LockHolder
 	if err == nil {
-		held, err = apply.BreakLock(ctx, js)
+		held, err = wire.BreakLock(ctx, js)
 	}
 	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "meshc apply: %v\n", apply.WhyStopped(ctx, err))
+		fmt.Fprintf(stderr, "meshc apply: %v\n", wire.WhyStopped(ctx, err))
 		return exitCantRun
 	case held == nil:
 		fmt.Fprintf(stderr, "meshc apply: no apply holds the lock; nothing to break\n")
@@ -464,7 +466,7 @@ func runBreakLock(ctx context.Context, bus *apply.Bus, stderr io.Writer) int {
 // exitFor is the exit status of an apply that stopped with err: 1 for the plan's refusal, 2 for
 // meshc unable to run.
 func exitFor(err error) int {
-	if errors.Is(err, apply.ErrRefused) {
+	if errors.Is(err, wire.ErrRefused) {
 		return exitFailed
 	}
 	return exitCantRun

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"os"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -16,7 +16,7 @@ import (
 // package the CLI uses, so every field it honours (creds, nkey, user JWT and seed, token, TLS,
 // inbox_prefix, JetStream domain and API prefix, `~` and $VARIABLES in paths) means the same here.
 type connectFlags struct {
-	apply.Settings
+	wire.Settings
 	// flags is where they were registered: the environment fills them through it.
 	flags *flag.FlagSet
 }
@@ -101,9 +101,9 @@ func (c *connectFlags) explicit() bool {
 }
 
 // resolve merges the flags, the environment and the context, as the NATS CLI does.
-func (c *connectFlags) resolve(command string, plan *compiler.Plan) (apply.Connection, error) {
+func (c *connectFlags) resolve(command string, plan *compiler.Plan) (wire.Connection, error) {
 	c.fromEnvironment()
-	return apply.Resolve(command, c.Settings, plan)
+	return wire.Resolve(command, c.Settings, plan)
 }
 
 var errNoServer = errors.New("no server given: pass --server URL or --context NAME, or set NATS_URL or NATS_CONTEXT (meshc up runs a local bus)")

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
 	"github.com/meshc-dev/meshc/up"
@@ -265,7 +265,7 @@ func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
 // then exits 2 naming the holder; --break-lock says whose it was; the next apply goes through.
 func TestTheApplyLockAsTheMeshController(t *testing.T) {
 	dir, url, pw := emittedBus(t, nil)
-	bus, err := apply.Connect(apply.Endpoint{URL: url, User: "mesh-controller", Options: []nats.Option{
+	bus, err := wire.Connect(wire.Endpoint{URL: url, User: "mesh-controller", Options: []nats.Option{
 		nats.UserInfo("mesh-controller", pw["mesh-controller"]), nats.CustomInboxPrefix("_INBOX.mesh-controller")}})
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestTheApplyLockAsTheMeshController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	held, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "the other apply"})
+	held, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "the other apply"})
 	if err != nil {
 		t.Fatalf("mesh-controller could not take the lock: %v", err)
 	}

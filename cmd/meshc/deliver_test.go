@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/filelock"
 	"github.com/meshc-dev/meshc/internal/testwait"
@@ -241,7 +241,7 @@ func TestTheAccountsAreDecidedUnderTheLock(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	lock, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "apply A", TTL: time.Minute})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "apply A", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

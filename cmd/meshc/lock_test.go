@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
@@ -64,7 +64,7 @@ func TestApplyWaitsForTheLockAndBreakLockNamesTheHolder(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	lock, err := apply.AcquireLock(t.Context(), js, apply.LockOptions{Holder: "ci job 1234", TTL: 5 * time.Minute})
+	lock, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "ci job 1234", TTL: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

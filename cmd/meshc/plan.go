@@ -12,7 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler"
@@ -178,7 +179,7 @@ func runPlan(inv *invocation, args []string) int {
 				From: fmt.Sprintf("with auth: operator they are the accounts the servers' resolver holds, read as the system user: give its credentials ($%s or --system-creds) to compare them", operator.SystemCredsVar)}
 		}
 		count = func(cs change.Changes) error {
-			err := apply.CountDrops(watched, bus, cs, apply.ReadOptions{APIPrefix: bus.APIPrefix})
+			err := wire.CountDrops(watched, bus, cs, wire.ReadOptions{APIPrefix: bus.APIPrefix})
 			if r := bus.Refused(); err != nil && r != nil {
 				return r
 			}
@@ -222,7 +223,7 @@ func runPlan(inv *invocation, args []string) int {
 	}
 	if changes.Empty() {
 		if n := changes.Unreadable(); n > 0 {
-			fmt.Fprintf(stderr, "meshc plan: %v\n", apply.LeftUnread(n))
+			fmt.Fprintf(stderr, "meshc plan: %v\n", wire.LeftUnread(n))
 			return exitUnread
 		}
 		return exitOK
@@ -249,7 +250,7 @@ func planCatalogue(fs *flag.FlagSet, rest []string, formatName string, stderr io
 
 // connectLive resolves the connection settings, says which bus and as whom, connects and asks
 // JetStream once. The caller closes the connection.
-func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.Writer) (*apply.Bus, apply.Connection, int, bool) {
+func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.Writer) (*wire.Bus, wire.Connection, int, bool) {
 	c, err := conn.resolve(cmd, plan)
 	if err != nil {
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
@@ -266,7 +267,7 @@ func connectLive(cmd string, conn *connectFlags, plan *compiler.Plan, stderr io.
 
 // readLive connects and reads everything the bus holds, within timeout. The caller closes the
 // connection.
-func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*apply.Bus, *change.State, int, bool) {
+func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.Duration, stderr io.Writer) (*wire.Bus, *change.State, int, bool) {
 	bus, c, exit, ok := connectLive(cmd, conn, plan, stderr)
 	if !ok {
 		return nil, nil, exit, false
@@ -275,7 +276,7 @@ func readLive(cmd string, conn *connectFlags, plan *compiler.Plan, timeout time.
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 	defer cancelTimeout()
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
+	live, err := wire.Read(ctx, bus, wire.ReadOptions{RequestTimeout: c.RequestTimeout, APIPrefix: bus.APIPrefix})
 	if err != nil {
 		bus.Close()
 		fmt.Fprintf(stderr, "meshc %s: %v\n", cmd, err)
@@ -329,9 +330,9 @@ func readSaved(path string) (*change.Saved, error) {
 // planDelivery is what plan reads the bus's users and accounts through: the resolver as the
 // system user in operator mode (nil when its credentials are not given), else the record of the
 // last accounts file delivered.
-func planDelivery(plan *compiler.Plan, conn *connectFlags, systemCreds, monitor string) (apply.Delivery, func(), error) {
+func planDelivery(plan *compiler.Plan, conn *connectFlags, systemCreds, monitor string) (deliver.Delivery, func(), error) {
 	if plan.Operator == nil {
-		d, err := apply.NewRecordedDelivery(plan, monitor)
+		d, err := deliver.NewRecordedDelivery(plan, monitor)
 		return d, func() {}, err
 	}
 	if systemCreds == "" && os.Getenv(operator.SystemCredsVar) == "" {
@@ -341,7 +342,7 @@ func planDelivery(plan *compiler.Plan, conn *connectFlags, systemCreds, monitor 
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := apply.OpenPusher(context.Background(), c, plan, "", systemCreds, true)
+	p, err := deliver.OpenPusher(context.Background(), c, plan, "", systemCreds, true)
 	if err != nil {
 		return nil, nil, err
 	}

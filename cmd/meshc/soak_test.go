@@ -21,7 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natsproc"
 	"github.com/meshc-dev/meshc/internal/testwait"
@@ -423,14 +423,14 @@ func (s *soak) checkpoint(prune bool) {
 // snapshot is every stream's and consumer's configuration as the bus holds it, "" when it cannot
 // be read whole.
 func (s *soak) snapshot() string {
-	bus, err := apply.Connect(apply.Endpoint{URL: s.cluster.URLs(), User: compiler.ControllerUser, Options: s.controller()})
+	bus, err := wire.Connect(wire.Endpoint{URL: s.cluster.URLs(), User: compiler.ControllerUser, Options: s.controller()})
 	if err != nil {
 		return ""
 	}
 	defer bus.Close()
 	ctx, cancel := context.WithTimeout(s.t.Context(), time.Minute)
 	defer cancel()
-	live, err := apply.Read(ctx, bus, apply.ReadOptions{})
+	live, err := wire.Read(ctx, bus, wire.ReadOptions{})
 	if err != nil {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/output"
@@ -148,7 +148,7 @@ func runVerify(inv *invocation, args []string) int {
 			fmt.Fprintf(stderr, "meshc verify: %v\n", err)
 			return exitCantRun
 		}
-		fmt.Fprintf(stderr, "meshc verify: proving the bus at %s as %d principals\n", apply.RedactURL(opts.Live.URL), len(opts.Live.As))
+		fmt.Fprintf(stderr, "meshc verify: proving the bus at %s as %d principals\n", wire.RedactURL(opts.Live.URL), len(opts.Live.As))
 	} else {
 		fmt.Fprintf(stderr, "meshc verify: proving %s on a throwaway nats-server\n", opts.Golden)
 	}
@@ -193,7 +193,7 @@ func liveBus(conn *connectFlags, plan *compiler.Plan, dir string) (*verify.Live,
 		if plan.User(user) == nil {
 			return nil, fmt.Errorf("--credentials: %s names %s, who is no principal of this catalogue; name each file USER.json or USER.creds", filepath.Join(dir, name), user)
 		}
-		c, err := apply.Resolve("verify", settings, plan)
+		c, err := wire.Resolve("verify", settings, plan)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", filepath.Join(dir, name), err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meshc-dev/meshc/apply"
+	"github.com/meshc-dev/meshc/apply/deliver"
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
 
@@ -64,7 +64,7 @@ func TestPlanAndApplySayWhenTheBusUsersMayDiffer(t *testing.T) {
 
 	// Someone else changes the server's accounts and reloads it: the server's config_digest
 	// moved, and with --monitor meshc sees it.
-	before, err := apply.ServerConfigDigest(t.Context(), monitor)
+	before, err := deliver.ServerConfigDigest(t.Context(), monitor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestPlanAndApplySayWhenTheBusUsersMayDiffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the server to reload", 10*time.Second, func() bool {
-		now, _ := apply.ServerConfigDigest(t.Context(), monitor)
+		now, _ := deliver.ServerConfigDigest(t.Context(), monitor)
 		return now != before
 	})
 	if _, out, _ = meshc(t, "plan", dir); !strings.Contains(out, "users and accounts: unchanged") {

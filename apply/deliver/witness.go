@@ -1,4 +1,4 @@
-package apply
+package deliver
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/meshc-dev/meshc/apply/wire"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -59,17 +61,17 @@ func RecordAccounts(ctx context.Context, js jetstream.JetStream, rec AccountsRec
 		if err != nil {
 			return err
 		}
-		if err := putRecord(ctx, js, principalsKey, data); err != nil {
+		if err := wire.PutRecord(ctx, js, principalsKey, data); err != nil {
 			return err
 		}
 	}
-	kv, err := stateBucket(ctx, js)
+	kv, err := wire.StateBucket(ctx, js)
 	if err != nil {
-		return fmt.Errorf("record the accounts delivered in %s: %w", compiler.ApplyBucket, explain(err))
+		return fmt.Errorf("record the accounts delivered in %s: %w", compiler.ApplyBucket, wire.Explain(err))
 	}
 	data, _ := json.Marshal(rec)
 	if _, err := kv.Put(ctx, accountsKey, data); err != nil {
-		return fmt.Errorf("record the accounts delivered in %s: %w", compiler.ApplyBucket, explain(err))
+		return fmt.Errorf("record the accounts delivered in %s: %w", compiler.ApplyBucket, wire.Explain(err))
 	}
 	return nil
 }
@@ -81,25 +83,25 @@ const principalsKey = "accounts.delivered.principals"
 // when nothing is, and the record without its principals when they were not recorded (a meshc
 // from before they were).
 func ReadAccountsRecord(ctx context.Context, js jetstream.JetStream) (*AccountsRecord, *change.Principals, error) {
-	kv, err := openBucket(ctx, js, bucketTiming{})
+	kv, err := wire.OpenBucket(ctx, js, wire.BucketTiming{})
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, explain(err)
+		return nil, nil, wire.Explain(err)
 	}
 	entry, err := kv.Get(ctx, accountsKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, explain(err)
+		return nil, nil, wire.Explain(err)
 	}
 	var rec AccountsRecord
 	if json.Unmarshal(entry.Value(), &rec) != nil {
 		return nil, nil, nil
 	}
-	data, err := getRecord(ctx, js, principalsKey)
+	data, err := wire.GetRecord(ctx, js, principalsKey)
 	if err != nil || data == nil {
 		return &rec, nil, err
 	}
@@ -140,75 +142,6 @@ func ServerConfigDigest(ctx context.Context, monitor string) (string, error) {
 	return v.ConfigDigest, nil
 }
 
-// A record too large for one message (the principals of a large mesh, the issue times of its
-// accounts) is kept in parts, key.1, key.2, …, under a head that names their count and digest:
-// a reader that finds them disagree (a write stopped half way) reads nothing rather than a mix.
-type recordHead struct {
-	Parts  int    `json:"parts"`
-	Digest string `json:"digest"`
-}
-
-// putRecord writes data under key in apply's bucket, in parts the account's payload limit takes.
-func putRecord(ctx context.Context, js jetstream.JetStream, key string, data []byte) error {
-	kv, err := stateBucket(ctx, js)
-	if err != nil {
-		return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
-	}
-	part := 512 << 10
-	if max := int(js.Conn().MaxPayload()) - 4096; max > 0 && max < part {
-		part = max
-	}
-	head := recordHead{Digest: AccountsDigest(data)}
-	for off := 0; off < len(data) || head.Parts == 0; off += part {
-		head.Parts++
-		if _, err := kv.Put(ctx, fmt.Sprintf("%s.%d", key, head.Parts), data[off:min(off+part, len(data))]); err != nil {
-			return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
-		}
-	}
-	h, _ := json.Marshal(head)
-	if _, err := kv.Put(ctx, key, h); err != nil {
-		return fmt.Errorf("record %s in %s: %w", key, compiler.ApplyBucket, explain(err))
-	}
-	return nil
-}
-
-// getRecord reads what putRecord wrote; nil, nil when nothing (or nothing whole) is recorded.
-func getRecord(ctx context.Context, js jetstream.JetStream, key string) ([]byte, error) {
-	kv, err := openBucket(ctx, js, bucketTiming{})
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	entry, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var head recordHead
-	if json.Unmarshal(entry.Value(), &head) != nil || head.Parts <= 0 {
-		return nil, nil
-	}
-	var data []byte
-	for i := 1; i <= head.Parts; i++ {
-		e, err := kv.Get(ctx, fmt.Sprintf("%s.%d", key, i))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		data = append(data, e.Value()...)
-	}
-	if AccountsDigest(data) != head.Digest {
-		return nil, nil
-	}
-	return data, nil
-}
-
 // pushedKey records, in operator mode, the issue time of each account version apply pushed.
 const pushedKey = "accounts.pushed"
 
@@ -225,13 +158,13 @@ func recordPushed(ctx context.Context, js jetstream.JetStream, issued map[string
 	if err != nil {
 		return err
 	}
-	return putRecord(ctx, js, pushedKey, data)
+	return wire.PutRecord(ctx, js, pushedKey, data)
 }
 
 // readPushed reads the issue time of each account version apply pushed, by account key.
 func readPushed(ctx context.Context, js jetstream.JetStream) (map[string]int64, error) {
 	out := map[string]int64{}
-	data, err := getRecord(ctx, js, pushedKey)
+	data, err := wire.GetRecord(ctx, js, pushedKey)
 	if err != nil || data == nil {
 		return out, err
 	}

@@ -1,4 +1,4 @@
-package apply
+package deliver
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/meshc-dev/meshc/apply/wire"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go"
@@ -532,16 +534,16 @@ type Pusher struct {
 // NewPusher connects as the system user with the endpoint's settings (its servers, TLS and
 // timeouts; system names the system user's credentials, in place of the endpoint's user) and
 // asks every server for itself. signer may be nil for a pusher that only reads.
-func NewPusher(ctx context.Context, e Endpoint, system nats.Option, plan *compiler.Plan, signer nkeys.KeyPair, wait time.Duration) (*Pusher, error) {
+func NewPusher(ctx context.Context, e wire.Endpoint, system nats.Option, plan *compiler.Plan, signer nkeys.KeyPair, wait time.Duration) (*Pusher, error) {
 	dial := func(extra ...nats.Option) (*nats.Conn, error) {
 		return nats.Connect(e.URL, append(slices.Clone(e.Options), extra...)...)
 	}
 	nc, err := dial(nats.Name("meshc push"), system)
 	if errors.Is(err, nats.ErrAuthorization) {
-		return nil, fmt.Errorf("connect to %s: %w: the servers refused the system user; its credentials must be the system.creds `meshc operator init` wrote for the operator the servers trust ($%s or --system-creds)", RedactURL(e.URL), err, operator.SystemCredsVar)
+		return nil, fmt.Errorf("connect to %s: %w: the servers refused the system user; its credentials must be the system.creds `meshc operator init` wrote for the operator the servers trust ($%s or --system-creds)", wire.RedactURL(e.URL), err, operator.SystemCredsVar)
 	}
 	if err != nil {
-		return nil, dialError(RedactURL(e.URL), "the system user", err)
+		return nil, wire.DialError(wire.RedactURL(e.URL), "the system user", err)
 	}
 	p, err := PusherOn(ctx, nc, plan, PushOptions{Signer: signer, Dial: dial}, wait)
 	if err != nil {
@@ -676,7 +678,7 @@ func (p *Pusher) Bootstrap(ctx context.Context, dryRun bool) error {
 	}
 	for _, c := range change.DiffPrincipals(held, p.want, p.plan.Account) {
 		if c.Kind == change.KindAccount && c.Principal == p.plan.Account && c.Refused != "" {
-			return refusal{fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, c.Refused)}
+			return wire.Refused{Err: fmt.Errorf("%w, nothing was changed:\n  - %s", wire.ErrRefused, c.Refused)}
 		}
 	}
 	p.MeshNew = true
@@ -901,7 +903,7 @@ func (p *Pusher) Converge(ctx context.Context) (Delivered, error) {
 	meshNew := !slices.ContainsFunc(held.Accounts, func(a change.Principal) bool { return a.Key == p.plan.Operator.Accounts[p.plan.Account] })
 	cs := change.Changes{Principals: change.DiffPrincipals(held, p.want, p.plan.Account)}
 	if r := cs.Refusals(); len(r) > 0 {
-		return Delivered{}, refusal{fmt.Errorf("%w, nothing was changed:\n  - %s", ErrRefused, strings.Join(r, "\n  - "))}
+		return Delivered{}, wire.Refused{Err: fmt.Errorf("%w, nothing was changed:\n  - %s", wire.ErrRefused, strings.Join(r, "\n  - "))}
 	}
 	did, err := p.Deliver(ctx, cs, nil, nil)
 	did.MeshNew = meshNew
@@ -936,7 +938,7 @@ func check(ctx context.Context, fence func(context.Context) error) error {
 // OpenPusher reads operator mode's secrets — the operator's signing key (none for a dry run) and
 // the system user's credentials, each from its file or else its environment variable — and
 // connects as the system user with the connection's settings.
-func OpenPusher(ctx context.Context, c Connection, plan *compiler.Plan, keyPath, credsPath string, dryRun bool) (*Pusher, error) {
+func OpenPusher(ctx context.Context, c wire.Connection, plan *compiler.Plan, keyPath, credsPath string, dryRun bool) (*Pusher, error) {
 	var signer nkeys.KeyPair
 	var err error
 	if !dryRun {

@@ -1,9 +1,4 @@
-// Package apply is the live bus: it connects as the NATS CLI does, reads what the bus holds into
-// the change model's State, asserts a change set without losing data quietly (README.md, "Plans
-// and a live bus: `meshc plan`, `meshc apply`, `meshc up`"), keeps one apply at a time by a lock
-// on the bus, and delivers an accounts file to the server that must load it. What differs, and
-// whether a change can lose data, is decided in package change, purely.
-package apply
+package wire
 
 import (
 	"context"
@@ -98,7 +93,7 @@ func Read(ctx context.Context, nc Requester, opts ReadOptions) (*change.State, e
 	for offset := 0; ; {
 		var page streamListResponse
 		if err := r.request(ctx, opts.APIPrefix+apiStreamList, offset, &page); err != nil {
-			return nil, fmt.Errorf("list streams: %w", explain(err))
+			return nil, fmt.Errorf("list streams: %w", Explain(err))
 		}
 		names := make([]string, 0, len(page.Streams))
 		for _, si := range page.Streams {
@@ -172,7 +167,7 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("list consumers of stream %s: %w", s.Name, explain(err))
+			return fmt.Errorf("list consumers of stream %s: %w", s.Name, Explain(err))
 		}
 		names := make([]string, 0, len(page.Consumers))
 		for _, ci := range page.Consumers {
@@ -184,7 +179,7 @@ func (r *reading) readConsumers(ctx context.Context, s *change.Stream) error {
 				s.Consumers = append(s.Consumers, change.Consumer{
 					Stream: s.Name, Name: ci.Name, Config: ci.Config,
 					PushBound: ci.PushBound, AckFloor: ci.AckFloor.Stream,
-					Pending: ci.NumAckPending, AckedAboveFloor: ackedAboveFloor(ci),
+					Pending: ci.NumAckPending, AckedAboveFloor: AckedAboveFloor(ci),
 				})
 			}
 			seen[ci.Name] = true
@@ -306,13 +301,13 @@ func (r *reading) request(ctx context.Context, subject string, offset int, into 
 // requestRaw makes one API request, retried on the transient failures (docs/nats.md, "Retries and
 // what is transient").
 func (r *reading) requestRaw(ctx context.Context, subject string, body []byte, into interface{ apiError() *jetstream.APIError }) error {
-	return retry(ctx, r.opts.RetryFor, func(ctx context.Context) error {
+	return Retry(ctx, r.opts.RetryFor, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, r.opts.RequestTimeout)
 		defer cancel()
 		r.st.Requests++
 		msg, err := r.nc.RequestWithContext(ctx, subject, body)
 		if err != nil {
-			return explainRequestError(r.nc, err)
+			return ExplainRequestError(r.nc, err)
 		}
 		if err := json.Unmarshal(msg.Data, into); err != nil {
 			return fmt.Errorf("the server's answer to %s is not a JetStream answer (%w): is this a JetStream server?", subject, err)
@@ -326,10 +321,10 @@ func (r *reading) requestRaw(ctx context.Context, subject string, body []byte, i
 
 func (p *paged) apiError() *jetstream.APIError { return p.Error }
 
-// explainRequestError turns a request that got no answer into what the user can do about it. A
+// ExplainRequestError turns a request that got no answer into what the user can do about it. A
 // request the server's permissions refused only times out (nats.go reports no error of its own);
 // the refusal is the Permissions Violation on the connection, and it is final.
-func explainRequestError(nc Requester, err error) error {
+func ExplainRequestError(nc Requester, err error) error {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return err
@@ -352,12 +347,12 @@ func explainRequestError(nc Requester, err error) error {
 	return err
 }
 
-// ackedAboveFloor counts a consumer's deliveries above its ack floor that are not pending: the
+// AckedAboveFloor counts a consumer's deliveries above its ack floor that are not pending: the
 // consumer sequence counts every delivery, the floor's is the delivery just below the first
 // message still pending (nats-server's consumer.go, moveAckFloor), so what lies between and is
 // not pending was acknowledged — or is a redelivery, which makes it a bound, exact when nothing
 // above the floor was delivered twice.
-func ackedAboveFloor(ci *jetstream.ConsumerInfo) uint64 {
+func AckedAboveFloor(ci *jetstream.ConsumerInfo) uint64 {
 	above := ci.Delivered.Consumer - min(ci.Delivered.Consumer, ci.AckFloor.Consumer)
 	return above - min(above, uint64(max(ci.NumAckPending, 0)))
 }

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func hostileLists(t *testing.T, subject string, page func(offset int) any) *nats.Conn {
 	t.Helper()
 	s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	nc, _ := connect(t, s.ClientURL())
+	nc, _ := natstest.Connect(t, s.ClientURL())
 	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		var req pagedRequest
 		_ = json.Unmarshal(m.Data, &req)

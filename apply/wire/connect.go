@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -75,11 +75,11 @@ func Connect(e Endpoint) (*Bus, error) {
 	}))
 	nc, err := nats.Connect(e.URL, opts...)
 	if err != nil {
-		return nil, dialError(b.Server, b.User, err)
+		return nil, DialError(b.Server, b.User, err)
 	}
 	// Before anything is asked: an older server takes what it does not know and ignores it.
 	b.Version = nc.ConnectedServerVersion()
-	if err := checkServerVersion(b.Server, b.Version); err != nil {
+	if err := CheckServerVersion(b.Server, b.Version); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func Dial(url string, opts ...nats.Option) (*nats.Conn, error) {
 	return b.Conn, nil
 }
 
-func dialError(server, user string, err error) error {
+func DialError(server, user string, err error) error {
 	as := "these credentials"
 	if user != "" {
 		as = "user " + user
@@ -175,14 +175,14 @@ func (b *Bus) JetStream() (jetstream.JetStream, error) {
 // the JetStream API, an inbox prefix the user is not granted, or a server without JetStream is
 // said within seconds, before anything else is asked. timeout bounds one attempt. A cluster
 // electing a meta leader answers 10008 or nothing at all, and is asked again, with the backoff
-// of every other request, for checkBudget (docs/nats.md, "Retries and what is transient").
+// of every other request, for CheckBudget (docs/nats.md, "Retries and what is transient").
 func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 	subject := b.APIPrefix + ".INFO"
 	// "No responders" is seen for a moment while a server restarts; for longer, it is a server
 	// (or an account) without JetStream, said without a minute of retries.
 	noJetStreamAfter := time.Now().Add(timeout)
 	var final error
-	err := retry(ctx, checkBudget, func(ctx context.Context) error {
+	err := Retry(ctx, CheckBudget, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, min(timeout, 5*time.Second))
 		msg, err := b.RequestWithContext(rctx, subject, nil)
 		cancel()
@@ -213,18 +213,18 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 	case errors.Is(err, nats.ErrNoResponders):
 		return b.noJetStream(subject)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		return fmt.Errorf("%s at %s did not answer, asked again for %s: a cluster without a meta leader answers nothing, so check that a majority of its servers is up; with a JetStream domain, check --js-domain", subject, b.Server, checkBudget)
+		return fmt.Errorf("%s at %s did not answer, asked again for %s: a cluster without a meta leader answers nothing, so check that a majority of its servers is up; with a JetStream domain, check --js-domain", subject, b.Server, CheckBudget)
 	}
 	var ae *jetstream.APIError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("asking %s at %s: %w", subject, b.Server, explain(err))
+		return fmt.Errorf("asking %s at %s: %w", subject, b.Server, Explain(err))
 	}
 	return fmt.Errorf("asking %s: %w", subject, err)
 }
 
-// checkBudget is how long the first JetStream check is asked again on the transient failures:
+// CheckBudget is how long the first JetStream check is asked again on the transient failures:
 // the about a minute the README promises.
-var checkBudget = 60 * time.Second
+var CheckBudget = 60 * time.Second
 
 // noJetStream says why nothing answers the JetStream API.
 func (b *Bus) noJetStream(subject string) error {

@@ -1,10 +1,12 @@
-package apply
+package wire
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
 	"sync"
 	"time"
 
@@ -15,9 +17,9 @@ import (
 	"github.com/meshc-dev/meshc/internal/safetext"
 )
 
-// lockKey is the lock's key: one per bus, because two applies of any two catalogues to one
+// LockKey is the lock's key: one per bus, because two applies of any two catalogues to one
 // bus would each read a state the other is changing.
-const lockKey = "apply.lock"
+const LockKey = "apply.lock"
 
 // LockHolder is what the lock records: who holds it, since when, and until when unless renewed.
 type LockHolder struct {
@@ -67,8 +69,8 @@ type LockOptions struct {
 	AttemptTimeout, RetryFor time.Duration
 }
 
-func (o LockOptions) timing() bucketTiming {
-	return bucketTiming{Attempt: o.AttemptTimeout, Budget: o.RetryFor}.withDefaults()
+func (o LockOptions) timing() BucketTiming {
+	return BucketTiming{Attempt: o.AttemptTimeout, Budget: o.RetryFor}.withDefaults()
 }
 
 // lockHorizon is how far ahead of now a lock record may say it expires and still be one an
@@ -109,7 +111,7 @@ func (l *Lock) Holder() LockHolder {
 	return l.holder
 }
 
-// stateBucket opens apply's bucket, making it the first time, every request through the
+// StateBucket opens apply's bucket, making it the first time, every request through the
 // bucket's retry (bucket.go). An identical create answers OK, so two applies making it at once
 // both succeed.
 //
@@ -126,37 +128,37 @@ func (l *Lock) Holder() LockHolder {
 // naming one server, or one naming a node of a no_advertise cluster), fewer when the cluster
 // cannot place three — two JetStream servers answer 10005, no suitable peers; peers short of
 // resources 10023 — and one alone. The bucket's description says when it has fewer than three.
-// The bucket is made once, so a two-node cluster's first apply waits placementWait for it.
-func stateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
-	return stateBucketWith(ctx, js, bucketTiming{}.withDefaults())
+// The bucket is made once, so a two-node cluster's first apply waits PlacementWait for it.
+func StateBucket(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+	return StateBucketWith(ctx, js, BucketTiming{}.withDefaults())
 }
 
-func stateBucketWith(ctx context.Context, js jetstream.JetStream, timing bucketTiming) (jetstream.KeyValue, error) {
-	kv, err := openBucket(ctx, js, timing)
+func StateBucketWith(ctx context.Context, js jetstream.JetStream, timing BucketTiming) (jetstream.KeyValue, error) {
+	kv, err := OpenBucket(ctx, js, timing)
 	if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return kv, err
 	}
 	nc := js.Conn()
 	var answer *nats.Msg
 	err = timing.call(ctx, func(ctx context.Context) error {
-		probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + lockKey)
-		probe.Header.Set(jetstream.ExpectedStreamHeader, probeStream)
+		probe := nats.NewMsg("$KV." + compiler.ApplyBucket + "." + LockKey)
+		probe.Header.Set(jetstream.ExpectedStreamHeader, ProbeStream)
 		var err error
 		answer, err = nc.RequestMsgWithContext(ctx, probe)
 		if errors.Is(err, nats.ErrNoResponders) {
 			return nil // the publish is allowed and no bucket is there: the answer looked for
 		}
 		if err != nil {
-			return explainRequestError(nc, err)
+			return ExplainRequestError(nc, err)
 		}
 		return nil
 	})
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("writing to the bucket, before making it: %w", err)
-	case answer != nil && isStreamMismatch(answer):
+	case answer != nil && IsStreamMismatch(answer):
 		// Made meanwhile by another apply: the refusal stored nothing.
-		return openBucket(ctx, js, timing)
+		return OpenBucket(ctx, js, timing)
 	case answer != nil:
 		return nil, fmt.Errorf("writing to the bucket, before making it: something other than a bucket answers its subjects (%q): find what subscribes to $KV.%s.> on the bus (a stream or a service), move it, and apply again", answer.Data, compiler.ApplyBucket)
 	}
@@ -172,8 +174,8 @@ func stateBucketWith(ctx context.Context, js jetstream.JetStream, timing bucketT
 	}
 	// A cluster just started places fewer replicas than it has servers until every server has
 	// joined its meta group (seen: a fresh three-node cluster answering three replicas with
-	// 10005 for a moment), so a count is asked again for placementWait before a lower one.
-	placeBy := time.Now().Add(placementWait)
+	// 10005 for a moment), so a count is asked again for PlacementWait before a lower one.
+	placeBy := time.Now().Add(PlacementWait)
 	for {
 		err = timing.call(ctx, func(ctx context.Context) error {
 			var err error
@@ -192,7 +194,7 @@ func stateBucketWith(ctx context.Context, js jetstream.JetStream, timing bucketT
 			}
 			cfg.Replicas--
 			cfg.Description = fmt.Sprintf("meshc apply: the lock that lets one apply at a time change the bus (made with %d replica(s): the cluster could not place three)", cfg.Replicas)
-			placeBy = time.Now().Add(placementWait)
+			placeBy = time.Now().Add(PlacementWait)
 			continue
 		}
 		if err != nil {
@@ -202,8 +204,9 @@ func stateBucketWith(ctx context.Context, js jetstream.JetStream, timing bucketT
 	}
 }
 
-// placementWait is how long the bucket's replica count is asked again before a lower one.
-var placementWait = 10 * time.Second
+// PlacementWait is how long the bucket's replica count is asked again before a lower one (a
+// test shortens it).
+var PlacementWait = 10 * time.Second
 
 // errInsufficientResources is the server's "insufficient resources" (JSInsufficientResourcesErr).
 const errInsufficientResources jetstream.ErrorCode = 10023
@@ -212,8 +215,8 @@ const errInsufficientResources jetstream.ErrorCode = 10023
 // what two JetStream servers answer for three replicas.
 const errNoSuitablePeers jetstream.ErrorCode = 10005
 
-// openBucket opens apply's bucket, or says it is not there (ErrBucketNotFound).
-func openBucket(ctx context.Context, js jetstream.JetStream, timing bucketTiming) (jetstream.KeyValue, error) {
+// OpenBucket opens apply's bucket, or says it is not there (ErrBucketNotFound).
+func OpenBucket(ctx context.Context, js jetstream.JetStream, timing BucketTiming) (jetstream.KeyValue, error) {
 	var kv jetstream.KeyValue
 	err := timing.call(ctx, func(ctx context.Context) error {
 		var err error
@@ -226,13 +229,13 @@ func openBucket(ctx context.Context, js jetstream.JetStream, timing bucketTiming
 	return &bucket{KeyValue: kv, js: js, timing: timing}, nil
 }
 
-// probeStream is the stream the bucket probe says it expects: no stream is called that (a
+// ProbeStream is the stream the bucket probe says it expects: no stream is called that (a
 // stream name holds no '.'), so any stream that captures the probe refuses it.
-const probeStream = "meshc.probe"
+const ProbeStream = "meshc.probe"
 
-// isStreamMismatch reports whether a publish's answer is JetStream refusing it for naming another
+// IsStreamMismatch reports whether a publish's answer is JetStream refusing it for naming another
 // stream (10060), which stores nothing.
-func isStreamMismatch(m *nats.Msg) bool {
+func IsStreamMismatch(m *nats.Msg) bool {
 	var ack struct {
 		Error *jetstream.APIError `json:"error"`
 	}
@@ -255,9 +258,9 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 	if opts.WaitingEvery <= 0 {
 		opts.WaitingEvery = 15 * time.Second
 	}
-	kv, err := stateBucketWith(ctx, js, opts.timing())
+	kv, err := StateBucketWith(ctx, js, opts.timing())
 	if err != nil {
-		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, explain(err))
+		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, Explain(err))
 	}
 	deadline := time.Now().Add(opts.Wait)
 	var told time.Time
@@ -265,19 +268,19 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 		now := time.Now()
 		rec := LockHolder{Holder: opts.Holder, Started: now, Expires: now.Add(opts.TTL)}
 		data, _ := json.Marshal(rec)
-		rev, err := kv.Create(ctx, lockKey, data)
+		rev, err := kv.Create(ctx, LockKey, data)
 		if err == nil {
 			return startLock(ctx, js, kv, rec, rev, opts.TTL), nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("take the apply lock: %w", explain(err))
+			return nil, fmt.Errorf("take the apply lock: %w", Explain(err))
 		}
-		entry, err := kv.Get(ctx, lockKey)
+		entry, err := kv.Get(ctx, LockKey)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // released meanwhile
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read the apply lock: %w", explain(err))
+			return nil, fmt.Errorf("read the apply lock: %w", Explain(err))
 		}
 		var held LockHolder
 		var why string
@@ -292,7 +295,7 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 		}
 		if why != "" {
 			// Taken over only if nobody else did first.
-			rev, err := kv.Update(ctx, lockKey, data, entry.Revision())
+			rev, err := kv.Update(ctx, LockKey, data, entry.Revision())
 			if err == nil {
 				if opts.TookOver != nil {
 					opts.TookOver(held, why)
@@ -300,7 +303,7 @@ func AcquireLock(ctx context.Context, js jetstream.JetStream, opts LockOptions) 
 				return startLock(ctx, js, kv, rec, rev, opts.TTL), nil
 			}
 			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-				return nil, fmt.Errorf("take over the expired apply lock: %w", explain(err))
+				return nil, fmt.Errorf("take over the expired apply lock: %w", Explain(err))
 			}
 			continue
 		}
@@ -345,7 +348,7 @@ func (l *Lock) renew() {
 		data, _ := json.Marshal(rec)
 		ctx, cancel := context.WithTimeout(l.ctx, l.ttl/3)
 		l.mu.Lock()
-		rev, err := l.kv.Update(ctx, lockKey, data, l.rev)
+		rev, err := l.kv.Update(ctx, LockKey, data, l.rev)
 		if err == nil {
 			l.prevRev, l.rev, l.holder = l.rev, rev, rec
 		}
@@ -371,12 +374,12 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := l.kv.Delete(ctx, lockKey, jetstream.LastRevision(l.rev))
+	err := l.kv.Delete(ctx, LockKey, jetstream.LastRevision(l.rev))
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || isWrongLastSequence(err) {
 		return nil // no longer ours to release
 	}
 	if err != nil {
-		return fmt.Errorf("release the apply lock: %w", explain(err))
+		return fmt.Errorf("release the apply lock: %w", Explain(err))
 	}
 	return nil
 }
@@ -391,26 +394,44 @@ func isWrongLastSequence(err error) bool {
 // whose lock it was, or nil when nothing held it. The holder, if alive, finds out before its
 // next write (Lock.Check) or at its next renewal, and stops.
 func BreakLock(ctx context.Context, js jetstream.JetStream) (*LockHolder, error) {
-	kv, err := openBucket(ctx, js, bucketTiming{}.withDefaults())
+	kv, err := OpenBucket(ctx, js, BucketTiming{}.withDefaults())
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, explain(err))
+		return nil, fmt.Errorf("open the apply lock's bucket %s: %w", compiler.ApplyBucket, Explain(err))
 	}
-	entry, err := kv.Get(ctx, lockKey)
+	entry, err := kv.Get(ctx, LockKey)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the apply lock: %w", explain(err))
+		return nil, fmt.Errorf("read the apply lock: %w", Explain(err))
 	}
 	var held LockHolder
 	if err := json.Unmarshal(entry.Value(), &held); err != nil {
 		held.Holder = fmt.Sprintf("unreadable record %q", entry.Value())
 	}
-	if err := kv.Delete(ctx, lockKey, jetstream.LastRevision(entry.Revision())); err != nil {
-		return nil, fmt.Errorf("break the apply lock of %s: %w", held.Holder, explain(err))
+	if err := kv.Delete(ctx, LockKey, jetstream.LastRevision(entry.Revision())); err != nil {
+		return nil, fmt.Errorf("break the apply lock of %s: %w", held.Holder, Explain(err))
 	}
 	return &held, nil
+}
+
+// Revision is the lock's revision as taken: the bucket's sequence when it was.
+func (l *Lock) Revision() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rev
+}
+
+// HolderName names an apply in the bus's lock: which mesh, who, where, which process, so the
+// apply turned away knows whom to ask.
+func HolderName(mesh string) string {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("meshc apply of mesh %s by %s@%s (pid %d)", mesh, who, host, os.Getpid())
 }

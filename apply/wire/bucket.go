@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"bytes"
@@ -20,13 +20,13 @@ import (
 // this write carries (a lock record names its holder's process and the nanosecond it was
 // written) is this write's.
 
-// bucketTiming bounds each request of the state bucket: one attempt, and the retries of one
+// BucketTiming bounds each request of the state bucket: one attempt, and the retries of one
 // request on the transient failures (docs/nats.md, "Retries and what is transient").
-type bucketTiming struct {
+type BucketTiming struct {
 	Attempt, Budget time.Duration
 }
 
-func (t bucketTiming) withDefaults() bucketTiming {
+func (t BucketTiming) withDefaults() BucketTiming {
 	if t.Attempt <= 0 {
 		t.Attempt = 5 * time.Second
 	}
@@ -37,9 +37,9 @@ func (t bucketTiming) withDefaults() bucketTiming {
 }
 
 // call runs one request with the retry, each attempt bounded.
-func (t bucketTiming) call(ctx context.Context, op func(ctx context.Context) error) error {
+func (t BucketTiming) call(ctx context.Context, op func(ctx context.Context) error) error {
 	t = t.withDefaults()
-	return retry(ctx, t.Budget, func(ctx context.Context) error {
+	return Retry(ctx, t.Budget, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, t.Attempt)
 		defer cancel()
 		return op(ctx)
@@ -51,7 +51,7 @@ func (t bucketTiming) call(ctx context.Context, op func(ctx context.Context) err
 type bucket struct {
 	jetstream.KeyValue
 	js     jetstream.JetStream
-	timing bucketTiming
+	timing BucketTiming
 }
 
 // Get reads a key. "No responders" is what a direct get meets once the bucket is deleted, and

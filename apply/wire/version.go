@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"fmt"
@@ -49,10 +49,10 @@ var MinServerVersion = ServerVersion{2, 10, 0}
 // PauseServerVersion is the first nats-server that pauses a consumer ($JS.API.CONSUMER.PAUSE).
 var PauseServerVersion = ServerVersion{2, 11, 0}
 
-// checkServerVersion refuses a server older than MinServerVersion, naming its version and what
+// CheckServerVersion refuses a server older than MinServerVersion, naming its version and what
 // it would get wrong; a version it cannot read is let through (a server that names none is not
 // one meshc knows to be old).
-func checkServerVersion(server, version string) error {
+func CheckServerVersion(server, version string) error {
 	v, ok := ParseServerVersion(version)
 	if !ok || v.AtLeast(MinServerVersion) {
 		return nil

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ func TestTheOldestServerIsTwoTen(t *testing.T) {
 		// A server that names no version it can read is not one meshc knows to be old.
 		"": false, "dev": false,
 	} {
-		err := checkServerVersion("nats://bus:4222", version)
+		err := CheckServerVersion("nats://bus:4222", version)
 		if (err != nil) != refused {
 			t.Errorf("nats-server %q: refused %v, want %v (%v)", version, err != nil, refused, err)
 		}

@@ -1,4 +1,4 @@
-package apply
+package deliver
 
 import (
 	"bytes"
@@ -17,6 +17,9 @@ import (
 	"github.com/nats-io/nats-server/v2/conf"
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/meshc-dev/meshc/apply/wire"
+	"github.com/meshc-dev/meshc/compiler"
+	"github.com/meshc-dev/meshc/emit"
 	"github.com/meshc-dev/meshc/internal/filelock"
 )
 
@@ -52,6 +55,9 @@ type AccountsDelivery struct {
 	// Check, so a lock lost stops the delivery too.
 	Fence func(context.Context) error
 }
+
+// Path is where the accounts file is delivered.
+func (d *AccountsDelivery) Path() string { return d.path }
 
 // PrepareAccounts checks what can refuse without looking at what may change meanwhile: the
 // place (a regular file, or a symlink to one, that meshc may replace keeping its owner) and the
@@ -452,3 +458,21 @@ type response struct {
 func (r *response) Header() http.Header         { return r.header }
 func (r *response) Write(b []byte) (int, error) { return r.body.Write(b) }
 func (r *response) WriteHeader(status int)      { r.status = status }
+
+// AccountsFile decides everything about delivering the plan's accounts file to path that can
+// refuse, and writes nothing: the bytes (a user with no recorded hash is a refusal, unless
+// allowMissing leaves it out), the place, and with reload (a PID or a pid file) the nats-server
+// to signal, whose monitoring endpoint must answer within wait.
+func AccountsFile(ctx context.Context, plan *compiler.Plan, path string, allowMissing bool, reload, monitor string, wait time.Duration) (*AccountsDelivery, error) {
+	data, err := emit.Accounts(plan, emit.AccountsOptions{AllowMissing: allowMissing})
+	if err != nil {
+		return nil, wire.Refused{Err: err}
+	}
+	var server Reloader
+	if reload != "" {
+		if server, err = Signalled(ctx, reload, monitor, wait); err != nil {
+			return nil, err
+		}
+	}
+	return PrepareAccounts(ctx, data, path, server)
+}

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -13,29 +13,43 @@ import (
 	"github.com/meshc-dev/meshc/change"
 )
 
-// errStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
+// ErrRefused is what an apply returns, wrapped with the reasons, when the change set needs a
+// permission the options do not give (replace, prune, losing messages), or its catalogue or bus
+// moved, or a delivery would lose what no flag permits. Nothing was changed: the user's answer,
+// not a fault.
+var ErrRefused = errors.New("apply refused")
+
+// Refused marks an error as a refusal of the plan, which `meshc apply` exits 1 for, its words
+// unchanged.
+type Refused struct{ Err error }
+
+func (r Refused) Error() string        { return r.Err.Error() }
+func (r Refused) Is(target error) bool { return target == ErrRefused }
+func (r Refused) Unwrap() error        { return r.Err }
+
+// ErrStillDeleting marks a consumer re-created too soon after its replaced self was deleted: a
 // wait is all it needs.
-var errStillDeleting = errors.New("the replaced consumer's files were still being removed")
+var ErrStillDeleting = errors.New("the replaced consumer's files were still being removed")
 
 // stillDeleting reports the server's error for a consumer created while the previous consumer
 // of that name was still being removed from its file store: 500/10012 naming a rename of the
 // consumer's state file that found nothing to rename. Seen here on a re-create right after a
 // delete; only the replace path asks, where the delete is its own.
-func stillDeleting(err error) bool {
+func StillDeleting(err error) bool {
 	var ae *jetstream.APIError
 	return errors.As(err, &ae) && ae.ErrorCode == 10012 &&
 		strings.Contains(ae.Description, "rename") && strings.Contains(ae.Description, "no such file or directory")
 }
 
-// retryable is the list of docs/nats.md, "Retries and what is transient", and only it: no answer
+// Retryable is the list of docs/nats.md, "Retries and what is transient", and only it: no answer
 // (before an election, during a leader change), no responders (briefly, while a server restarts),
 // 10008 (JetStream temporarily unavailable) and 10023 (insufficient resources while peers are
-// down); plus errStillDeleting, which only the replace path returns, a few times at most. Anything
+// down); plus ErrStillDeleting, which only the replace path returns, a few times at most. Anything
 // else will not pass by waiting.
-func retryable(err error) bool {
+func Retryable(err error) bool {
 	var ae *jetstream.APIError
 	switch {
-	case errors.Is(err, errStillDeleting):
+	case errors.Is(err, ErrStillDeleting):
 		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders):
 		return true
@@ -48,12 +62,12 @@ func retryable(err error) bool {
 // retry runs op until it succeeds, fails for good, or the budget is spent: exponential backoff
 // from 250 ms to 5 s. Safe because an identical create or update answers OK, and a delete of
 // what is gone is treated as done.
-func retry(ctx context.Context, budget time.Duration, op func(ctx context.Context) error) error {
+func Retry(ctx context.Context, budget time.Duration, op func(ctx context.Context) error) error {
 	deadline := time.Now().Add(budget)
 	wait := 250 * time.Millisecond
 	for {
 		err := op(ctx)
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !Retryable(err) || ctx.Err() != nil {
 			return err
 		}
 		if time.Now().Add(wait).After(deadline) {
@@ -69,7 +83,7 @@ func retry(ctx context.Context, budget time.Duration, op func(ctx context.Contex
 }
 
 // explain adds to a server's refusal what the user can do about it.
-func explain(err error) error {
+func Explain(err error) error {
 	var ae *jetstream.APIError
 	var refused *Refusal
 	switch {
@@ -107,9 +121,27 @@ func LeftUnread(n int) error {
 }
 
 // leftUnread is LeftUnread for a change set, nil when it read everything.
-func leftUnread(cs change.Changes) error {
+func Unread(cs change.Changes) error {
 	if n := cs.Unreadable(); n > 0 {
 		return LeftUnread(n)
 	}
 	return nil
+}
+
+// WhyStopped says why a request stopped when something other than the request ended it: the
+// lock lost, or the server refusing this connection something (then the refusal is the news,
+// not the "context canceled" it left behind).
+func WhyStopped(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	var refused *Refusal
+	switch {
+	case errors.Is(cause, ErrLockLost):
+		return fmt.Errorf("%w (%v): what was done stands; apply again", cause, err)
+	case errors.As(cause, &refused) && !errors.As(err, &refused):
+		return refused
+	case ctx.Err() != nil && !errors.Is(cause, context.DeadlineExceeded):
+		// Ctrl-C or SIGTERM.
+		return fmt.Errorf("stopped, %v (%v): what was done stands and the lock is given back; apply again to finish", cause, err)
+	}
+	return err
 }

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -34,12 +34,12 @@ func (l *Lock) read() error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), 10*time.Second)
 	defer cancel()
 	// A bucket deleted is told from a server restarting by the bucket's Get (bucket.go).
-	entry, err := l.kv.Get(ctx, lockKey)
+	entry, err := l.kv.Get(ctx, LockKey)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrBucketNotFound), errors.Is(err, jetstream.ErrStreamNotFound):
 		return l.lost("its key is gone (broken with --break-lock, or the bucket deleted)")
 	case err != nil:
-		return fmt.Errorf("check the apply lock is still this apply's: %w", explain(err))
+		return fmt.Errorf("check the apply lock is still this apply's: %w", Explain(err))
 	}
 	l.mu.Lock()
 	// A read answered just before a renewal landed sees the revision renewed from: still ours.

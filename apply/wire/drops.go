@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func CountDrops(ctx context.Context, nc Requester, cs change.Changes, opts ReadO
 		}
 		var info streamInfoResponse
 		if err := r.requestRaw(ctx, opts.APIPrefix+apiStreamInfo+c.Stream, nil, &info); err != nil {
-			return fmt.Errorf("count what stream %s would drop: %w", c.Stream, explain(err))
+			return fmt.Errorf("count what stream %s would drop: %w", c.Stream, Explain(err))
 		}
 		for j := range c.Fields {
 			f := &c.Fields[j]
@@ -36,7 +36,7 @@ func CountDrops(ctx context.Context, nc Requester, cs change.Changes, opts ReadO
 			}
 			said, err := r.drops(ctx, c.Stream, info.State, f.Name, *c.StreamConfig)
 			if err != nil {
-				return fmt.Errorf("count what stream %s would drop: %w", c.Stream, explain(err))
+				return fmt.Errorf("count what stream %s would drop: %w", c.Stream, Explain(err))
 			}
 			f.Drops = said
 		}

@@ -1,4 +1,4 @@
-package apply
+package wire
 
 import (
 	"context"
@@ -163,7 +163,7 @@ func (c Connection) Dial() (*Bus, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), checkBudget+c.Timeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), CheckBudget+c.Timeout+5*time.Second)
 	defer cancel()
 	if err := bus.CheckJetStream(ctx, c.Timeout); err != nil {
 		bus.Close()
