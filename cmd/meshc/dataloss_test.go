@@ -41,8 +41,9 @@ func TestTheREADMEListsEveryFlagThatCanLoseData(t *testing.T) {
 	if !slices.Equal(want, listed) {
 		t.Fatalf("the README lists %q as the flags that can lose data; apply.Options permits %q", listed, want)
 	}
+	help := helpOf(t, "apply")
 	for _, flag := range want {
-		if !strings.Contains(applyHelp, "\n  --"+flag+" ") {
+		if !strings.Contains(help, "\n  --"+flag+" ") {
 			t.Errorf("--%s is not a flag meshc apply's help lists", flag)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +12,11 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const schemaHelp = `Usage: meshc schema mesh|module|inventory      print one JSON Schema
+const schemaUsage = `Usage: meshc schema mesh|module|inventory      print one JSON Schema
        meshc schema --out DIR [mesh|module|inventory]   write them to DIR
+`
 
-Prints or writes the JSON Schemas (draft 2020-12) of the catalogue's files: mesh.yaml
+const schemaHelp = `Prints or writes the JSON Schemas (draft 2020-12) of the catalogue's files: mesh.yaml
 (mesh.schema.json), a module manifest (module.schema.json) and inventory.yaml
 (inventory.schema.json). They are written from the same field tables the loader reads with,
 so an editor completes, describes and checks exactly the keys meshc reads.
@@ -26,8 +26,6 @@ for yaml-language-server (VS Code's YAML extension, Neovim, Helix):
 
   # yaml-language-server: $schema=` + catalogue.SchemaBase + `module.schema.json
 
-Flags:
-  --out DIR  write the schemas (all three, or the one named) into DIR, creating it.
 `
 
 // schemaNames are the names `meshc schema` takes, in the order of catalogue.Schemas.
@@ -36,8 +34,7 @@ var schemaNames = []string{"mesh", "module", "inventory"}
 func runSchema(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), schemaHelp) }
-	out := fs.String("out", "", "write the schemas into `DIR`")
+	out := fs.String("out", "", "write the schemas (all three, or the one named) into `DIR`, creating it")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

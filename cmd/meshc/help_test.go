@@ -1,0 +1,114 @@
+package main
+
+import (
+	"flag"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// helpOf is `meshc help NAME`, as a user reads it.
+func helpOf(t *testing.T, name string) string {
+	t.Helper()
+	code, out, errs := meshc(t, "help", name)
+	if code != exitOK || errs != "" {
+		t.Fatalf("meshc help %s: %d %s", name, code, errs)
+	}
+	return out
+}
+
+// declaredFlags are the flags a command declares, as help writes their names: -s, --server.
+func declaredFlags(t *testing.T, name string) []string {
+	t.Helper()
+	fs := flagsOf(name)
+	if fs == nil {
+		t.Fatalf("meshc %s never hands its flags to parseArgs", name)
+	}
+	var out []string
+	fs.VisitAll(func(f *flag.Flag) { out = append(out, dashed(f.Name)) })
+	return out
+}
+
+var (
+	// listedFlag is a row of a help's flag blocks: "  -s, --server URL  the server…".
+	listedFlag = regexp.MustCompile(`(?m)^  (-[^ ,]+(?:, -[^ ,]+)*)`)
+	// usageFlag is a flag a usage line names, not after "meshc " (meshc --version is meshc's own).
+	usageFlag = regexp.MustCompile(`(meshc)?(?:^|[\s\[|(])(--?[a-z][a-z-]*)`)
+)
+
+// Every command's help lists every flag it declares and no other, and its usage lines name
+// only flags it declares: the Flags block is rendered from the FlagSet, and this keeps it so.
+func TestHelpListsExactlyTheDeclaredFlags(t *testing.T) {
+	for name, cmd := range commands {
+		t.Run(name, func(t *testing.T) {
+			declared := declaredFlags(t, name)
+			help := helpOf(t, name)
+			var listed []string
+			for _, m := range listedFlag.FindAllStringSubmatch(help, -1) {
+				listed = append(listed, strings.Split(m[1], ", ")...)
+			}
+			slices.Sort(declared)
+			slices.Sort(listed)
+			if !slices.Equal(declared, listed) {
+				t.Errorf("meshc help %s lists %q; the command declares %q", name, listed, declared)
+			}
+			for _, m := range usageFlag.FindAllStringSubmatch(cmd.usage, -1) {
+				if m[1] == "" && !slices.Contains(declared, m[2]) {
+					t.Errorf("meshc %s's usage names %s, which it does not declare", name, m[2])
+				}
+			}
+		})
+	}
+}
+
+// The completion scripts name every command and, for each, every flag it declares.
+func TestCompletionNamesEveryCommandAndFlag(t *testing.T) {
+	script := map[string]string{}
+	for _, shell := range shells {
+		code, out, errs := meshc(t, "completion", shell)
+		if code != exitOK {
+			t.Fatalf("completion %s: %d %s", shell, code, errs)
+		}
+		script[shell] = out
+	}
+	for name := range commands {
+		bash := regexp.MustCompile(`(?m)^    ` + regexp.QuoteMeta(name) + `\) flags="([^"]*)"`).FindStringSubmatch(script["bash"])
+		if bash == nil {
+			t.Errorf("the bash completion has no flags for %s", name)
+			continue
+		}
+		if !slices.Contains(strings.Fields(firstWords(script["bash"], `COMPREPLY=($(compgen -W "`)), name) {
+			t.Errorf("the bash completion does not complete the command %s", name)
+		}
+		if !slices.Contains(strings.Fields(firstWords(script["fish"], `__fish_use_subcommand -a "`)), name) {
+			t.Errorf("the fish completion does not complete the command %s", name)
+		}
+		for _, f := range declaredFlags(t, name) {
+			if !slices.Contains(strings.Fields(bash[1]), f) {
+				t.Errorf("the bash completion of %s lacks %s", name, f)
+			}
+			opt := " -l " + strings.TrimPrefix(f, "--")
+			if len(f) == 2 {
+				opt = " -s " + f[1:]
+			}
+			if !strings.Contains(script["fish"], "'__fish_seen_subcommand_from "+name+"'"+opt+"\n") &&
+				!strings.Contains(script["fish"], "'__fish_seen_subcommand_from "+name+"'"+opt+" ") {
+				t.Errorf("the fish completion of %s lacks %s", name, f)
+			}
+		}
+	}
+	if !strings.HasPrefix(script["zsh"], "#compdef meshc\n") || !strings.Contains(script["zsh"], script["bash"]) {
+		t.Error("the zsh completion is not the bash one under bashcompinit")
+	}
+}
+
+// firstWords returns what follows the first prefix in s, up to the next double quote.
+func firstWords(s, prefix string) string {
+	_, after, ok := strings.Cut(s, prefix)
+	if !ok {
+		return ""
+	}
+	words, _, _ := strings.Cut(after, `"`)
+	return words
+}
