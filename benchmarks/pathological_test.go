@@ -79,7 +79,7 @@ func BenchmarkPathological(b *testing.B) {
 }
 
 // pathologicalSizes is the entries (or manifests, or tokens) of each shape: a size and four
-// times it, and with MESHC_BENCH_FULL=1 the 100,000 the issue measured.
+// times it, and with MESHC_BENCH_FULL=1 100,000 as well, the size of the largest catalogue the benchmarks measure.
 func pathologicalSizes() []int {
 	sizes := []int{5_000, 20_000}
 	if os.Getenv(fullSizesVar) == "1" {
