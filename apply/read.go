@@ -1,5 +1,5 @@
 // Package apply is the live bus: it connects as the NATS CLI does, reads what the bus holds into
-// the change model's State, asserts a change set without losing data quietly (README.md, "Plans
+// the change model's State, asserts a change set without losing data quietly (docs/commands.md, "Plans
 // and a live bus: `meshc plan`, `meshc apply`, `meshc up`"), keeps one apply at a time by a lock
 // on the bus, and delivers an accounts file to the server that must load it. What differs, and
 // whether a change can lose data, is decided in package change, purely.

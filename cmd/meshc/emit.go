@@ -142,7 +142,7 @@ func compileLoadedWith(check func(*catalogue.Catalogue, catalogue.Findings) (cat
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one
-// thing that is not a finding (README.md, "Exit status").
+// thing that is not a finding (docs/commands.md, "Exit status").
 func loadCatalogue(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, catalogue.Findings, bool) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {

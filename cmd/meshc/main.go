@@ -20,7 +20,7 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// Exit codes, the same for every command (README.md, "Exit status").
+// Exit codes, the same for every command (docs/commands.md, "Exit status").
 const (
 	exitOK      = 0 // clean: nothing wrong, nothing to change
 	exitFailed  = 1 // findings or differences: meshc did its job and the answer is "no"
