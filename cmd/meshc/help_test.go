@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,4 +113,38 @@ func firstWords(s, prefix string) string {
 	}
 	words, _, _ := strings.Cut(after, `"`)
 	return words
+}
+
+// The last section of docs/commands.md is every command's usage, flags and exit status as its
+// help prints them, and the README's table of commands is each command's summary: both rendered
+// from the command values, so neither is a list kept by hand.
+func TestTheCommandsPageListsEveryCommandsFlags(t *testing.T) {
+	const begin, end = "<!-- flags: generated from the commands by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /flags -->"
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		cmd := commands[name]
+		fmt.Fprintf(&b, "\n### meshc %s\n\n%s.\n\n```text\n%s```\n", name, capitalised(cmd.summary), referenceText(cmd, flagsOf(name)))
+	}
+	b.WriteString("\n")
+	generatedIn(t, "docs/commands.md", begin, end, b.String(), "docs/commands.md's flags are stale; run `go test ./cmd/meshc -run TestTheCommandsPage -update-docs`")
+}
+
+func TestTheREADMEListsTheCommands(t *testing.T) {
+	const begin, end = "<!-- commands: generated from the commands by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /commands -->"
+	var b strings.Builder
+	b.WriteString("| command | what it does |\n| --- | --- |\n")
+	for _, name := range slices.Sorted(maps.Keys(commands)) {
+		fmt.Fprintf(&b, "| [`meshc %s`](docs/commands.md"+"#meshc-%s) | %s |\n", name, name, strings.ReplaceAll(commands[name].summary, "|", `\|`))
+	}
+	generatedIn(t, "README.md", begin, end, b.String(), "the README's table of commands is stale; run `go test ./cmd/meshc -run TestTheREADMEListsTheCommands -update-docs`")
+}
+
+// referenceText is a command's help without what it does: usage, flags, exit status.
+func referenceText(cmd command, fs *flag.FlagSet) string {
+	cmd.help = ""
+	return helpText(cmd, fs)
+}
+
+func capitalised(s string) string {
+	return strings.ToUpper(s[:1]) + s[1:]
 }
