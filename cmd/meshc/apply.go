@@ -21,7 +21,7 @@ import (
 )
 
 const applyUsage = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
-                   [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+                   [--accounts PATH [--reload TARGET] [--allow-missing]] [connection flags]
                    [--operator-key FILE] [--system-creds FILE] [--new-bus]
        meshc apply FILE [same flags but --prune]
 `
@@ -134,7 +134,7 @@ func runApply(inv *invocation, args []string) int {
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
 	formatName := choice(fs, "format", "text", "how the plan is printed: text, json or markdown", output.Names(change.Formats...)...)
 	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH` when it changed")
-	reload := fs.String("reload", "", "signal nats-server (a `PID` or its pid file) to reload the file, and confirm it")
+	reload := fs.String("reload", "", "signal nats-server to reload the file, and confirm it: `TARGET` is its PID or its pid file")
 	allowMissing := fs.Bool("allow-missing", false, "with --accounts: leave out users with no recorded hash (named in comments)")
 	lockTimeout := fs.Duration("lock-timeout", time.Minute, "wait this long for another apply's lock, then exit 2 naming its holder")
 	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")

@@ -37,6 +37,8 @@ var (
 	listedFlag = regexp.MustCompile(`(?m)^  (-[^ ,]+(?:, -[^ ,]+)*)`)
 	// usageFlag is a flag a usage line names, not after "meshc " (meshc --version is meshc's own).
 	usageFlag = regexp.MustCompile(`(meshc)?(?:^|[\s\[|(])(--?[a-z][a-z-]*)`)
+	// usageValue is a flag a usage line gives a value: --format FORMAT.
+	usageValue = regexp.MustCompile(`(--?[a-z][a-z-]*) ([A-Z][A-Z:_]*)\b`)
 )
 
 // Every command's help lists every flag it declares and no other, and its usage lines name
@@ -58,6 +60,13 @@ func TestHelpListsExactlyTheDeclaredFlags(t *testing.T) {
 			for _, m := range usageFlag.FindAllStringSubmatch(cmd.usage, -1) {
 				if m[1] == "" && !slices.Contains(declared, m[2]) {
 					t.Errorf("meshc %s's usage names %s, which it does not declare", name, m[2])
+				}
+			}
+			// A usage's --flag VALUE calls the value what the Flags block calls it.
+			for _, m := range usageValue.FindAllStringSubmatch(cmd.usage, -1) {
+				label := regexp.MustCompile(`(?m)^  (?:-[^ ,]+, )*` + regexp.QuoteMeta(m[1]) + `(?:, -[^ ,]+)* ([A-Z][^ \n]*)`).FindStringSubmatch(help)
+				if label != nil && label[1] != m[2] {
+					t.Errorf("meshc %s's usage writes %s %s; its flags, %s %s", name, m[1], m[2], m[1], label[1])
 				}
 			}
 		})

@@ -9,12 +9,12 @@ import (
 	"github.com/meshc-dev/meshc/operator"
 )
 
-const operatorUsage = `Usage: meshc operator init --secrets DIR [--dir CATALOGUE] [--resolver-dir PATH] [--resolver-interval D]
+const operatorUsage = `Usage: meshc operator init --secrets SECRETS [--dir DIR] [--resolver-dir PATH] [--resolver-interval DURATION]
 `
 
 const operatorHelp = `Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
-for every account. The public keys go into CATALOGUE/keys.yaml, to commit; the secrets into DIR
-(outside the catalogue, mode 0600, never overwritten):
+for every account. The public keys go into DIR/keys.yaml, to commit; the secrets into
+SECRETS (outside the catalogue, mode 0600, never overwritten):
 
   operator.nk    the operator's identity seed: keep it offline
   signing.nk     the signing key's seed, which signs every account: CI's MESHC_OPERATOR_SIGNING_KEY
@@ -36,7 +36,7 @@ func runOperator(inv *invocation, args []string) int {
 	stderr := inv.stderr
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	dir := catalogueFlag(fs)
-	secrets := fs.String("secrets", "", "where the secrets and operator.conf go: a `DIR` outside the catalogue")
+	secrets := fs.String("secrets", "", "where the secrets and operator.conf go: `SECRETS`, a directory outside the catalogue")
 	resolverDir := fs.String("resolver-dir", "jwt", "where each server keeps the accounts: a `PATH` from its working directory")
 	interval := fs.Duration("resolver-interval", time.Minute, "how often a cluster's servers catch up with each other")
 	rest, exit, done := parseArgs(fs, args, inv)
