@@ -20,13 +20,15 @@ import (
 	"github.com/meshc-dev/meshc/internal/output"
 )
 
-const applyUsage = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
+var applyCommand = command{
+	name:    "apply",
+	summary: "assert the streams and consumers on a live server, never losing data quietly",
+	usage: `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
                    [--accounts PATH [--reload TARGET] [--allow-missing]] [connection flags]
                    [--operator-key FILE] [--system-creds FILE] [--new-bus]
        meshc apply FILE [same flags but --prune]
-`
-
-const applyHelp = `With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
+`,
+	help: `With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
 the plan shows, from the catalogue it was made from (the directory it names). It refuses, naming
 what moved and applying nothing, when a file of the catalogue changed since, when an object the
 change set is about changed on the bus since, or when the change set meshc makes now is not the
@@ -107,9 +109,8 @@ by another catalogue; a mesh account recorded under a new key is refused. The on
 lock is the mesh's own account on servers that hold none (secrets: MESHC_OPERATOR_SIGNING_KEY,
 MESHC_SYSTEM_CREDS, or the flags).
 
-`
-
-const applyExits = `Exit status:
+`,
+	exits: `Exit status:
   0  applied (or nothing to change)
   1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
      --allow-discard/--adopt to proceed or names another mesh's object, a stream to delete
@@ -120,7 +121,9 @@ const applyExits = `Exit status:
      cannot be written, or the server did not take the reload
   3  applied what the bus let it read, and left objects the server reported missing or offline
      (a cluster's node down) as they are: apply again when the cluster is whole
-`
+`,
+	run: runApply,
+}
 
 func runApply(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

@@ -12,10 +12,12 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const completionUsage = `Usage: meshc completion bash|zsh|fish
-`
-
-const completionHelp = `Prints a shell completion script for meshc: its commands, each command's flags and the values a
+var completionCommand = command{
+	name:    "completion",
+	summary: "print a shell completion script (bash, zsh, fish)",
+	usage: `Usage: meshc completion bash|zsh|fish
+`,
+	help: `Prints a shell completion script for meshc: its commands, each command's flags and the values a
 flag takes (--format's formats), the rule ids explain takes, the catalogue's modules for graph
 --focus and its bus users for can (asked of meshc as you type), and directories for the
 catalogue argument. Load it, for example:
@@ -25,7 +27,10 @@ catalogue argument. Load it, for example:
   fish:  meshc completion fish > ~/.config/fish/completions/meshc.fish
 
 The script is generated from the commands themselves, so it always matches this meshc.
-`
+`,
+	run:  runCompletion,
+	args: []string{"bash zsh fish"},
+}
 
 var shells = []string{"bash", "zsh", "fish"}
 

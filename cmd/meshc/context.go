@@ -25,11 +25,13 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const contextUsage = `Usage: meshc context USER --server URL [--dir DIR] (--stdin | --creds FILE | --nkey FILE)
+var contextCommand = command{
+	name:    "context",
+	summary: "write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked",
+	usage: `Usage: meshc context USER --server URL [--dir DIR] (--stdin | --creds FILE | --nkey FILE)
                      [--name NAME | --out FILE] [--js-domain DOMAIN] [--select] [--no-check]
-`
-
-const contextHelp = `Writes a NATS CLI context for one bus user of the catalogue in DIR, on a real bus: the server, the
+`,
+	help: `Writes a NATS CLI context for one bus user of the catalogue in DIR, on a real bus: the server, the
 user's credential, and the inbox prefix its grant names (_INBOX.<user>), which every request of
 a restricted user needs and a context written by hand usually lacks (a serving user,
 serve.<machine>.<module>, has no inbox: it only answers, and its context names none). 'nats --context NAME …' and
@@ -52,13 +54,15 @@ credential and lets the user receive in its inbox (a serving user: takes the cre
 subscribing its tools would take a share of live calls); --no-check skips that (a bus not reachable
 from here, or one that does not have the user yet).
 
-`
-
-const contextExits = `Exit status:
+`,
+	exits: `Exit status:
   0  written (and, without --no-check, the user connected)
   1  the credential is not the one credentials.yaml records, or the bus refused it
   2  meshc could not run: a bad flag, USER is not a bus user, DIR is not a catalogue
-`
+`,
+	run:  runContext,
+	args: []string{"@users"},
+}
 
 func runContext(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

@@ -16,10 +16,12 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const emitUsage = `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]
-`
-
-const emitHelp = `Compiles the catalogue in DIR (default: the current directory) and writes its golden files
+var emitCommand = command{
+	name:    "emit",
+	summary: "compile the catalogue and write (or --check) its golden files",
+	usage: `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]
+`,
+	help: `Compiles the catalogue in DIR (default: the current directory) and writes its golden files
 into OUT (default: DIR/golden):
 
   accounts.conf    the bus's users, bcrypt hashes and permissions: the accounts block the
@@ -32,13 +34,14 @@ into OUT (default: DIR/golden):
 The same catalogue always gives the same bytes, and a file whose bytes did not change is not
 rewritten. A catalogue with lint errors is not compiled: run 'meshc lint' for the fixes.
 
-`
-
-const emitExits = `Exit status:
+`,
+	exits: `Exit status:
   0  written, or (--check) current
   1  the catalogue has errors, a user has no hash, or (--check) the golden files are stale
   2  meshc could not run: a bad flag, DIR is not a catalogue, a file cannot be written
-`
+`,
+	run: runEmit,
+}
 
 func runEmit(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

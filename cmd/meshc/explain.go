@@ -8,14 +8,19 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const explainUsage = `Usage: meshc explain RULE
-`
-
-const explainHelp = `Prints what a rule of meshc lint catches, why it exists, how a catalogue may turn it off or
+var explainCommand = command{
+	name:    "explain",
+	summary: "say why a lint rule exists, how to silence it, and a before/after fix",
+	usage: `Usage: meshc explain RULE
+`,
+	help: `Prints what a rule of meshc lint catches, why it exists, how a catalogue may turn it off or
 change its severity (mesh.yaml's lint.rules, a # meshc:ignore comment), and a catalogue that
 fires it beside the same catalogue fixed. 'meshc lint --list' names the rules; the same text is
 in docs/rules.md.
-`
+`,
+	run:  runExplain,
+	args: []string{"@rules"},
+}
 
 func runExplain(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

@@ -9,10 +9,12 @@ import (
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
-const exportUsage = `Usage: meshc export asyncapi [DIR] [--module MODULE] [--server HOST:PORT] [--version V]
-`
-
-const exportHelp = `Writes the catalogue in DIR (default: the current directory) on stdout as another tool's
+var exportCommand = command{
+	name:    "export",
+	summary: "write the catalogue as another tool's document: an AsyncAPI 3.0 one",
+	usage: `Usage: meshc export asyncapi [DIR] [--module MODULE] [--server HOST:PORT] [--version V]
+`,
+	help: `Writes the catalogue in DIR (default: the current directory) on stdout as another tool's
 document. One format so far:
 
   asyncapi   an AsyncAPI 3.0 document, JSON: a server for the bus; a channel per derived
@@ -27,13 +29,15 @@ document. One format so far:
 The same catalogue gives the same bytes. EventCatalog's AsyncAPI generator reads one document
 per service: write one per module with --module and name each in its configuration.
 
-`
-
-const exportExits = `Exit status:
+`,
+	exits: `Exit status:
   0  written
   1  the catalogue has errors
   2  meshc could not run: a bad flag, an unknown format or module, DIR is not a catalogue
-`
+`,
+	run:  runExport,
+	args: []string{"asyncapi"},
+}
 
 func runExport(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

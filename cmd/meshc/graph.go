@@ -12,10 +12,12 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const graphUsage = `Usage: meshc graph [DIR] [--format mermaid|dot|svg] [--module MODULE]
-`
-
-const graphHelp = `Draws the mesh of the catalogue in DIR (default: the current directory): modules, seats, people
+var graphCommand = command{
+	name:    "graph",
+	summary: "draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)",
+	usage: `Usage: meshc graph [DIR] [--format mermaid|dot|svg] [--module MODULE]
+`,
+	help: `Draws the mesh of the catalogue in DIR (default: the current directory): modules, seats, people
 and the controller as nodes; events (emitter → consumer, solid), tool calls (caller → server,
 dotted) and work (submitter → seat, thick; seat — holder) as edges. Everything is derived the
 way the bus's permissions are, so the picture shows what the bus allows. The output is the same
@@ -31,12 +33,13 @@ module. --module draws one module's neighbourhood, every edge drawn.
     meshc graph --format mermaid > mesh.mmd      # GitHub draws a mermaid block in markdown
     meshc graph --format dot | dot -Tpng > mesh.png
 
-`
-
-const graphExits = `Exit status:
+`,
+	exits: `Exit status:
   0  drawn
   2  meshc could not draw: a bad flag, an unknown module, DIR is not a catalogue
-`
+`,
+	run: runGraph,
+}
 
 func runGraph(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

@@ -27,6 +27,9 @@ func declaredFlags(t *testing.T, name string) []string {
 	if fs == nil {
 		t.Fatalf("meshc %s never hands its flags to parseArgs", name)
 	}
+	if fs.Name() != name {
+		t.Fatalf("meshc %s declares its flags on a FlagSet named %q: its help is looked up by that name", name, fs.Name())
+	}
 	var out []string
 	fs.VisitAll(func(f *flag.Flag) { out = append(out, dashed(f.Name)) })
 	return out

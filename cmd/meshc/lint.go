@@ -12,10 +12,12 @@ import (
 	"github.com/meshc-dev/meshc/review"
 )
 
-const lintUsage = `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
-`
-
-const lintHelp = `Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
+var lintCommand = command{
+	name:    "lint",
+	summary: "check a catalogue and report what is wrong, with the fix",
+	usage: `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
+`,
+	help: `Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
 reports every finding with its place (file:line:col), its rule, its severity and what to do
 about it. Paths are printed as DIR/file, so they open from where meshc was run.
 
@@ -23,13 +25,14 @@ Flags that do not combine (--list with --against, sarif or github) are refused.
 
 Flags may come before or after DIR.
 
-`
-
-const lintExits = `Exit status:
+`,
+	exits: `Exit status:
   0  no error (warnings and info do not fail)
   1  at least one error
   2  meshc could not lint: a bad flag, or DIR is not a catalogue (no mesh.yaml) or cannot be read
-`
+`,
+	run: runLint,
+}
 
 func runLint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

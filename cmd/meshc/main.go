@@ -31,14 +31,16 @@ const (
 	exitUnread = 3
 )
 
-// A command is one subcommand, as a value: what `meshc help` says of it, its help, and the
-// function that declares its flags and runs it. Adding one is a file holding its run function
-// and one entry in commands.
+// A command is one subcommand, as a value: its name, what `meshc help` says of it, its help, and
+// the function that declares its flags and runs it. Adding one is a file holding its value and
+// run function, and one entry in init's list.
 //
 // The flags are declared once, in run, on the FlagSet run hands parseArgs: the help's Flags
 // block, completion and docs/commands.md are all rendered from that FlagSet (flagsOf), so none
 // of them is a list kept by hand.
 type command struct {
+	// name is what meshc is given to run it, and the name of the FlagSet run declares.
+	name string
 	// summary is the line `meshc help` shows beside the command's name.
 	summary string
 	// usage is the help's first lines: "Usage: meshc NAME …", one line per form.
@@ -72,46 +74,29 @@ type invocation struct {
 var commands = map[string]command{}
 
 // init fills commands: completion lists the commands, so the table cannot refer to it directly.
+// The order does not matter: help and completion sort by name.
 func init() {
-	for name, c := range map[string]command{
-		"lint": {summary: "check a catalogue and report what is wrong, with the fix",
-			usage: lintUsage, help: lintHelp, exits: lintExits, run: runLint},
-		"emit": {summary: "compile the catalogue and write (or --check) its golden files",
-			usage: emitUsage, help: emitHelp, exits: emitExits, run: runEmit},
-		"mint": {summary: "mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves",
-			usage: mintUsage, help: mintHelp, exits: mintExits, run: runMint},
-		"operator": {summary: "make the operator of a mesh with auth: operator: its keys, and the servers' configuration",
-			usage: operatorUsage, help: operatorHelp, exits: operatorExits, run: runOperator},
-		"plan": {summary: "say what applying would change: against the golden plan, or a live server",
-			usage: planUsage, help: planHelp, exits: planExits, run: runPlan},
-		"status": {summary: "say what the live bus holds per machine and module: connected, consumers behind, objects as planned",
-			usage: statusUsage, help: statusHelp, exits: statusExits, run: runStatus},
-		"up": {summary: "run the catalogue on an embedded NATS server, nothing installed",
-			usage: upUsage, help: upHelp, exits: upExits, run: runUp},
-		"apply": {summary: "assert the streams and consumers on a live server, never losing data quietly",
-			usage: applyUsage, help: applyHelp, exits: applyExits, run: runApply},
-		"version": {summary: "print meshc's version, commit, Go and the embedded nats-server",
-			usage: versionUsage, help: versionHelp, run: runVersion},
-		"completion": {summary: "print a shell completion script (bash, zsh, fish)",
-			usage: completionUsage, help: completionHelp, run: runCompletion, args: []string{"bash zsh fish"}},
-		"context": {summary: "write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked",
-			usage: contextUsage, help: contextHelp, exits: contextExits, run: runContext, args: []string{"@users"}},
-		"can": {summary: "say whether a bus user may publish or subscribe a subject, and which manifest line grants it",
-			usage: canUsage, help: canHelp, exits: canExits, run: runCan, args: []string{"@users", "pub sub"}},
-		"export": {summary: "write the catalogue as another tool's document: an AsyncAPI 3.0 one",
-			usage: exportUsage, help: exportHelp, exits: exportExits, run: runExport, args: []string{"asyncapi"}},
-		"explain": {summary: "say why a lint rule exists, how to silence it, and a before/after fix",
-			usage: explainUsage, help: explainHelp, run: runExplain, args: []string{"@rules"}},
-		"graph": {summary: "draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)",
-			usage: graphUsage, help: graphHelp, exits: graphExits, run: runGraph},
-		"schema": {summary: "print or write the JSON Schemas of the catalogue's files, for editors",
-			usage: schemaUsage, help: schemaHelp, run: runSchema},
-		"verify": {summary: "prove least privilege on a real server: the golden files on a throwaway one, or a live bus",
-			usage: verifyUsage, help: verifyHelp, exits: verifyExits, run: runVerify},
-		"who-can": {summary: "list every bus user who may publish or subscribe a subject, and why",
-			usage: whoCanUsage, help: whoCanHelp, exits: whoCanExits, run: runWhoCan, args: []string{"pub sub"}},
+	for _, c := range []*command{
+		&applyCommand,
+		&canCommand,
+		&completionCommand,
+		&contextCommand,
+		&emitCommand,
+		&explainCommand,
+		&exportCommand,
+		&graphCommand,
+		&lintCommand,
+		&mintCommand,
+		&operatorCommand,
+		&planCommand,
+		&schemaCommand,
+		&statusCommand,
+		&upCommand,
+		&verifyCommand,
+		&versionCommand,
+		&whoCanCommand,
 	} {
-		commands[name] = c
+		commands[c.name] = *c
 	}
 }
 

@@ -17,12 +17,14 @@ import (
 	"github.com/meshc-dev/meshc/operator"
 )
 
-const mintUsage = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
+var mintCommand = command{
+	name:    "mint",
+	summary: "mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves",
+	usage: `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
        meshc mint [--dir DIR] [--out CREDS] --missing
        meshc mint [--dir DIR] --revoke USER...
-`
-
-const mintHelp = `Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
+`,
+	help: `Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 serve.<node>.<module>, enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
 'USER PASSWORD' on stdout, one line each. With 'auth: nkey' in mesh.yaml it mints an nkey
 instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
@@ -42,14 +44,15 @@ recorded. The hashes are bcrypt at cost 6, on purpose: the server checks the has
 connect and for every connected client on every reload, and a 256-bit random password gains
 nothing from a higher cost.
 
-`
-
-const mintExits = `Exit status:
+`,
+	exits: `Exit status:
   0  minted (or nothing was missing)
   1  a USER is not a bus user of this catalogue, or the catalogue has errors (other than
      credential-invalid, which minting fixes)
   2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
-`
+`,
+	run: runMint,
+}
 
 func runMint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

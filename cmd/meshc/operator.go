@@ -9,10 +9,12 @@ import (
 	"github.com/meshc-dev/meshc/operator"
 )
 
-const operatorUsage = `Usage: meshc operator init --secrets SECRETS [--dir DIR] [--resolver-dir PATH] [--resolver-interval DURATION]
-`
-
-const operatorHelp = `Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
+var operatorCommand = command{
+	name:    "operator",
+	summary: "make the operator of a mesh with auth: operator: its keys, and the servers' configuration",
+	usage: `Usage: meshc operator init --secrets SECRETS [--dir DIR] [--resolver-dir PATH] [--resolver-interval DURATION]
+`,
+	help: `Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
 for every account. The public keys go into DIR/keys.yaml, to commit; the secrets into
 SECRETS (outside the catalogue, mode 0600, never overwritten):
 
@@ -26,11 +28,12 @@ Then 'meshc mint --missing --out CREDS' issues the users' credentials and 'meshc
 the accounts. A bus that ran from an accounts file keeps its streams under STORE/jetstream/<mesh>;
 operator mode looks under the mesh account's key: 'meshc apply' says how to move them.
 
-`
-
-const operatorExits = `Exit status: 0 made; 1 the catalogue has errors; 2 meshc could not run (a bad flag, an operator
+`,
+	exits: `Exit status: 0 made; 1 the catalogue has errors; 2 meshc could not run (a bad flag, an operator
 already recorded, a secret already there).
-`
+`,
+	run: runOperator,
+}
 
 func runOperator(inv *invocation, args []string) int {
 	stderr := inv.stderr

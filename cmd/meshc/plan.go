@@ -25,10 +25,12 @@ import (
 	"github.com/meshc-dev/meshc/review"
 )
 
-const planUsage = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags [--save FILE]]
-`
-
-const planHelp = `Says what applying the catalogue in DIR (default: the current directory) would change, per
+var planCommand = command{
+	name:    "plan",
+	summary: "say what applying would change: against the golden plan, or a live server",
+	usage: `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags [--save FILE]]
+`,
+	help: `Says what applying the catalogue in DIR (default: the current directory) would change, per
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
 cannot make in place), - delete (only with --prune), and what is kept on purpose.
 
@@ -52,15 +54,16 @@ The markdown is what CI posts on the pull request:
 
     meshc plan --against origin/main --format markdown > plan.md
 
-`
-
-const planExits = `Exit status:
+`,
+	exits: `Exit status:
   0  nothing would change
   1  something would change, or the catalogue has errors
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached
   3  nothing would change in what the bus let it read, but the server reported objects missing
      or offline (a cluster's node down): the bus may still differ there
-`
+`,
+	run: runPlan,
+}
 
 // againstFlag declares --against, plan's and lint's: the base to compare with, and then what the
 // command does with it.

@@ -10,10 +10,12 @@ import (
 	"github.com/meshc-dev/meshc/status"
 )
 
-const statusUsage = `Usage: meshc status [DIR] [--format text|json] [--monitor URL] [connection flags]
-`
-
-const statusHelp = `Says what the live bus holds, per machine and module of the catalogue in DIR (default: the
+var statusCommand = command{
+	name:    "status",
+	summary: "say what the live bus holds per machine and module: connected, consumers behind, objects as planned",
+	usage: `Usage: meshc status [DIR] [--format text|json] [--monitor URL] [connection flags]
+`,
+	help: `Says what the live bus holds, per machine and module of the catalogue in DIR (default: the
 current directory): whether each principal is connected (its connections, their uptime and
 messages in and out), each consumer's pending messages, those awaiting an ack, waiting pulls and
 redeliveries (a consumer behind says how far), and whether each stream and consumer matches the
@@ -21,14 +23,15 @@ plan ("matches", "missing", or "differs:" and the fields meshc apply would chang
 as the connection's user, mesh-controller, with its own grants; who is connected comes from the
 server's monitoring endpoint, which no grant of the controller's reaches.
 
-`
-
-const statusExits = `Exit status:
+`,
+	exits: `Exit status:
   0  read
   1  the catalogue has errors
   2  meshc could not run: a bad flag, DIR is not a catalogue, the bus or the monitoring
      endpoint cannot be reached
-`
+`,
+	run: runStatus,
+}
 
 func runStatus(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr

@@ -18,10 +18,12 @@ import (
 	"github.com/meshc-dev/meshc/up"
 )
 
-const upUsage = `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]
-`
-
-const upHelp = `Runs the catalogue in DIR (default: the current directory) on an embedded NATS server with
+var upCommand = command{
+	name:    "up",
+	summary: "run the catalogue on an embedded NATS server, nothing installed",
+	usage: `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]
+`,
+	help: `Runs the catalogue in DIR (default: the current directory) on an embedded NATS server with
 JetStream, on 127.0.0.1, with nothing installed:
 
   1. mints a development password for every bus user, kept in STATE/dev-credentials.yaml
@@ -44,12 +46,13 @@ One meshc up per state directory: a second is refused, naming the first's PID. T
 directory gets a .gitignore of its own, so nothing in it is ever committed. Ctrl-C stops meshc
 up at any step, start-up and --once included.
 
-`
-
-const upExits = `Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the flow failed;
+`,
+	exits: `Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the flow failed;
 2 meshc could not run (bad flags, DIR is not a catalogue, the server would not start, the state
 directory is in use, interrupted before --once finished).
-`
+`,
+	run: runUp,
+}
 
 func runUp(inv *invocation, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -19,11 +19,13 @@ import (
 	"github.com/meshc-dev/meshc/verify"
 )
 
-const verifyUsage = `Usage: meshc verify [DIR] [--format text|json|sarif] [-o GOLDEN] [--sample N]
+var verifyCommand = command{
+	name:    "verify",
+	summary: "prove least privilege on a real server: the golden files on a throwaway one, or a live bus",
+	usage: `Usage: meshc verify [DIR] [--format text|json|sarif] [-o GOLDEN] [--sample N]
        meshc verify [DIR] --credentials DIR --server URL [connection flags]
-`
-
-var verifyHelp = `Proves the least privilege of the catalogue in DIR (default: the current directory) on a real
+`,
+	help: `Proves the least privilege of the catalogue in DIR (default: the current directory) on a real
 nats-server. The catalogue says what each principal may do; the golden files, as committed, are
 what the server enforces. meshc verify starts a throwaway nats-server (embedded, 127.0.0.1, a
 temporary store) on DIR/golden — accounts.conf, or claims.json with auth: operator — applies
@@ -51,14 +53,15 @@ are not tried, since they would reach live code. In operator mode the CI secrets
 operator's signing key) prove no principal: a user's credentials are signed by its own scoped
 key, which meshc mint hands out and never keeps; give the users' .creds (meshc mint --out DIR).
 
-`
-
-const verifyExits = `Exit status:
+`,
+	exits: `Exit status:
   0  every try was answered as the catalogue calls for
   1  a failure, or the catalogue has errors
   2  meshc could not prove: a bad flag, DIR is not a catalogue, a golden file is missing, the
      server cannot start or be reached
-`
+`,
+	run: runVerify,
+}
 
 // verifyClasses lists the proof's classes for the help text, from the table the SARIF rules
 // are written from.
