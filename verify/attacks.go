@@ -301,7 +301,7 @@ type received struct {
 // said and not tried.
 func (p *proof) injection() {
 	if !p.isolated() {
-		p.skip(Injection, "in one account (isolation: shared-account) whoever makes a request chooses where its answer goes, and the server delivers it there unchecked: a known limit (README.md, Security), which an account per module closes")
+		p.skip(Injection, "in one account (isolation: shared-account) whoever makes a request chooses where its answer goes, and the server delivers it there unchecked: a known limit (docs/commands.md, \"Security: isolation and auth\"), which an account per module closes")
 		return
 	}
 	controller := p.controller()
@@ -474,7 +474,7 @@ func (p *proof) victims() []victim {
 
 // targetsOf are the victims an injection by u aims at: those of other accounts that u's account
 // does not import as the catalogue derives it (an answer aimed at a subject its own account
-// imports gives it nothing it could not publish: README.md, Security), and whatever the golden
+// imports gives it nothing it could not publish: docs/commands.md, "Security: isolation and auth"), and whatever the golden
 // files import into its account beyond the catalogue.
 func (p *proof) targetsOf(u compiler.User, victims []victim) []victim {
 	imports := p.expectedImports(u.Account)

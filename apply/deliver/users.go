@@ -118,7 +118,7 @@ func NewRecordedDelivery(plan *compiler.Plan, monitor string) (*RecordedDelivery
 func (r *RecordedDelivery) Wanted() *change.Principals { return r.want }
 
 // elsewhere says where the users are delivered when this apply delivers none.
-const elsewhere = "This apply delivers streams and consumers only: deliver the users where the server runs, `meshc apply --accounts PATH --reload PID` (README: Where the accounts are delivered from)"
+const elsewhere = "This apply delivers streams and consumers only: deliver the users where the server runs, `meshc apply --accounts PATH --reload PID` (docs/commands.md: Where the accounts are delivered from)"
 
 // Read is what the bus recorded of the last delivery: each user's and account's digests, and the
 // server's config_digest then, compared with now's when Monitor names the endpoint.

@@ -22,12 +22,15 @@ import (
 	"github.com/meshc-dev/meshc/internal/output"
 )
 
-const applyHelp = `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
-                   [--accounts PATH [--reload PID|PIDFILE] [--allow-missing]] [connection flags]
+var applyCommand = command{
+	name:    "apply",
+	summary: "assert the streams and consumers on a live server, never losing data quietly",
+	usage: `Usage: meshc apply [DIR] [--dry-run] [--allow-replace] [--prune] [--purge-non-empty] [--allow-discard] [--adopt]
+                   [--accounts PATH [--reload TARGET] [--allow-missing]] [connection flags]
                    [--operator-key FILE] [--system-creds FILE] [--new-bus]
        meshc apply FILE [same flags but --prune]
-
-With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
+`,
+	help: `With FILE, a plan saved by 'meshc plan --save FILE', it applies exactly that plan: the change set
 the plan shows, from the catalogue it was made from (the directory it names). It refuses, naming
 what moved and applying nothing, when a file of the catalogue changed since, when an object the
 change set is about changed on the bus since, or when the change set meshc makes now is not the
@@ -108,29 +111,8 @@ by another catalogue; a mesh account recorded under a new key is refused. The on
 lock is the mesh's own account on servers that hold none (secrets: MESHC_OPERATOR_SIGNING_KEY,
 MESHC_SYSTEM_CREDS, or the flags).
 
-Flags:
-  --dry-run         print the plan and touch nothing
-  --allow-replace   delete and re-make objects whose change cannot be made in place
-  --prune           delete objects the plan no longer has
-  --purge-non-empty with --prune or --allow-replace: also streams that hold messages (lost)
-  --allow-discard   make changes that drop stored messages (a lowered limit: those beyond it)
-  --adopt           take as the mesh's what the plan names but carries no meshc mark
-  --concurrency N   requests in flight (default 64)
-  --format FORMAT   how the plan is printed: text (default), json, markdown
-  --accounts PATH   write the composed accounts file there when it changed
-  --reload TARGET   signal nats-server (a PID or its pid file) to reload the file, and confirm it
-  --monitor URL     the server's monitoring endpoint (default http://127.0.0.1:8222): with --reload,
-                    where the reload is watched; with it named and no --accounts, where the
-                    server's config_digest says whether it still runs the accounts meshc delivered
-  --reload-timeout D  with --reload: how long the server may take to reload (default 30s)
-  --allow-missing   with --accounts: leave out users with no recorded hash (named in comments)
-  --lock-timeout D  wait up to D for another apply's lock (default 1m), then exit 2 naming it
-  --break-lock      remove a stuck apply's lock, say whose it was, and apply nothing
-  --operator-key FILE, --system-creds FILE   auth: operator: the signing key's seed, the system user
-  --new-bus         auth: operator: create the streams of a mesh new to the servers
-
-` + connectHelp + `
-Exit status:
+`,
+	exits: `Exit status:
   0  applied (or nothing to change)
   1  the catalogue has errors, the plan needs --allow-replace/--prune/--purge-non-empty/
      --allow-discard/--adopt to proceed or names another mesh's object, a stream to delete
@@ -141,30 +123,31 @@ Exit status:
      cannot be written, or the server did not take the reload
   3  applied what the bus let it read, and left objects the server reported missing or offline
      (a cluster's node down) as they are: apply again when the cluster is whole
-`
+`,
+	run: runApply,
+}
 
 func runApply(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), applyHelp) }
 	dryRun := fs.Bool("dry-run", false, "print the plan and touch nothing")
-	allowReplace := fs.Bool("allow-replace", false, "re-make objects whose change cannot be made in place")
+	allowReplace := fs.Bool("allow-replace", false, "delete and re-make objects whose change cannot be made in place")
 	prune := fs.Bool("prune", false, "delete objects the plan no longer has")
-	purge := fs.Bool("purge-non-empty", false, "also delete or replace streams holding messages")
-	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages")
+	purge := fs.Bool("purge-non-empty", false, "with --prune or --allow-replace: also streams that hold messages (lost)")
+	allowDiscard := fs.Bool("allow-discard", false, "make changes that drop stored messages (a lowered limit: those beyond it)")
 	adopt := fs.Bool("adopt", false, "take as the mesh's what the plan names but carries no meshc mark")
 	concurrency := fs.Int("concurrency", 64, "requests in flight")
-	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
-	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH`")
-	reload := fs.String("reload", "", "signal nats-server (`PID` or pid file) to reload")
-	allowMissing := fs.Bool("allow-missing", false, "with --accounts, leave out users with no hash")
-	lockTimeout := fs.Duration("lock-timeout", time.Minute, "how long to wait for another apply's lock")
+	formatName := choice(fs, "format", "text", "how the plan is printed: text, json or markdown", output.Names(change.Formats...)...)
+	accountsPath := fs.String("accounts", "", "write the composed accounts file to `PATH` when it changed")
+	reload := fs.String("reload", "", "signal nats-server to reload the file, and confirm it: `TARGET` is its PID or its pid file")
+	allowMissing := fs.Bool("allow-missing", false, "with --accounts: leave out users with no recorded hash (named in comments)")
+	lockTimeout := fs.Duration("lock-timeout", time.Minute, "wait this long for another apply's lock, then exit 2 naming its holder")
 	breakLock := fs.Bool("break-lock", false, "remove a stuck apply's lock, say whose it was, and apply nothing")
-	monitor := fs.String("monitor", "http://127.0.0.1:8222", "with --reload, the server's monitoring `URL`")
-	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload, how long to wait for the server to reload")
-	operatorKey := fs.String("operator-key", "", "auth: operator: the operator's signing key seed `FILE`")
-	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`")
-	newBus := fs.Bool("new-bus", false, "auth: operator: create the streams of a mesh new to the resolver")
+	monitor := fs.String("monitor", "http://127.0.0.1:8222", "the server's monitoring endpoint's `URL`: with --reload, where the reload is watched; with it named and no --accounts, where the server's config_digest says whether it still runs the accounts meshc delivered")
+	reloadWait := fs.Duration("reload-timeout", 30*time.Second, "with --reload: how long the server may take to reload")
+	operatorKey := fs.String("operator-key", "", "auth: operator: the operator's signing key seed `FILE` (else $MESHC_OPERATOR_SIGNING_KEY)")
+	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE` (else $MESHC_SYSTEM_CREDS)")
+	newBus := fs.Bool("new-bus", false, "auth: operator: create the streams of a mesh new to the servers")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)

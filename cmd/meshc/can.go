@@ -11,10 +11,13 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const canHelp = `Usage: meshc can USER pub|sub SUBJECT [--dir DIR]
+var canCommand = command{
+	name:    "can",
+	summary: "say whether a bus user may publish or subscribe a subject, and which manifest line grants it",
+	usage: `Usage: meshc can USER pub|sub SUBJECT [--dir DIR]
        meshc can USER call|serve MODULE.TOOL | emit EMITTER.EVENT | submit SEAT.KIND [--dir DIR]
-
-Says whether the bus user USER may publish (pub) or subscribe (sub) SUBJECT, from the
+`,
+	help: `Says whether the bus user USER may publish (pub) or subscribe (sub) SUBJECT, from the
 catalogue in DIR (default: the current directory), offline: the same derivation emit writes
 to accounts.conf. For yes, it names the manifest line(s) whose declaration grants it; for no,
 the nearest grant and why it does not cover the subject. SUBJECT may hold wildcards: a grant
@@ -32,37 +35,41 @@ mod.<machine>.<module>.
     meshc can mod.forge.builder emit mesh-build-machine.built
     meshc can person.bob pub mesh.mod.builder.tool.build-now
 
-Flags:
-  --dir DIR  the catalogue (default: the current directory)
-
-Exit status:
+`,
+	exits: `Exit status:
   0  yes
   1  no
   2  meshc could not answer: a bad flag, an unknown user, DIR is not a catalogue or has errors
-`
+`,
+	run:  runCan,
+	args: []string{"@users", "pub sub"},
+}
 
-const whoCanHelp = `Usage: meshc who-can pub|sub SUBJECT [--dir DIR]
-
-Lists every bus user who may publish (pub) or subscribe (sub) SUBJECT, from the catalogue in
+var whoCanCommand = command{
+	name:    "who-can",
+	summary: "list every bus user who may publish or subscribe a subject, and why",
+	usage: `Usage: meshc who-can pub|sub SUBJECT [--dir DIR]
+`,
+	help: `Lists every bus user who may publish (pub) or subscribe (sub) SUBJECT, from the catalogue in
 DIR (default: the current directory), offline, each with the manifest line(s) whose
 declaration grants it.
 
     meshc who-can pub mesh.mod.catalog.event.upgraded
 
-Flags:
-  --dir DIR  the catalogue (default: the current directory)
-
-Exit status:
+`,
+	exits: `Exit status:
   0  at least one user may
   1  nobody may
   2  meshc could not answer: a bad flag, DIR is not a catalogue or has errors
-`
+`,
+	run:  runWhoCan,
+	args: []string{"pub sub"},
+}
 
 func runCan(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("can", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), canHelp) }
-	dir := fs.String("dir", ".", "the catalogue's `DIR`")
+	dir := catalogueFlag(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -159,8 +166,7 @@ func instanceUser(plan *compiler.Plan, u *compiler.User) *compiler.User {
 func runWhoCan(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("who-can", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), whoCanHelp) }
-	dir := fs.String("dir", ".", "the catalogue's `DIR`")
+	dir := catalogueFlag(fs)
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -276,7 +282,6 @@ func writeWhy(w io.Writer, dir string, why []compiler.Grant) {
 // wrongArgs reports arguments that do not fit, the way a bad flag is reported.
 func wrongArgs(fs *flag.FlagSet, stderr io.Writer, what string) int {
 	fmt.Fprintf(stderr, "meshc %s: %s\n\n", fs.Name(), what)
-	fs.SetOutput(stderr)
-	fs.Usage()
+	writeHelp(stderr, fs)
 	return exitCantRun
 }

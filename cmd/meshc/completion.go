@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -13,9 +12,12 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const completionHelp = `Usage: meshc completion bash|zsh|fish
-
-Prints a shell completion script for meshc: its commands, each command's flags and the values a
+var completionCommand = command{
+	name:    "completion",
+	summary: "print a shell completion script (bash, zsh, fish)",
+	usage: `Usage: meshc completion bash|zsh|fish
+`,
+	help: `Prints a shell completion script for meshc: its commands, each command's flags and the values a
 flag takes (--format's formats), the rule ids explain takes, the catalogue's modules for graph
 --focus and its bus users for can (asked of meshc as you type), and directories for the
 catalogue argument. Load it, for example:
@@ -25,14 +27,16 @@ catalogue argument. Load it, for example:
   fish:  meshc completion fish > ~/.config/fish/completions/meshc.fish
 
 The script is generated from the commands themselves, so it always matches this meshc.
-`
+`,
+	run:  runCompletion,
+	args: []string{"bash zsh fish"},
+}
 
 var shells = []string{"bash", "zsh", "fish"}
 
 func runCompletion(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("completion", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), completionHelp) }
 	values := fs.String("values", "", "print the `KIND` of values completion offers (modules or users) of the catalogue in DIR, and exit")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
@@ -120,15 +124,23 @@ func chooseShell(s string) (string, error) {
 	return "", fmt.Errorf("unknown shell %q; use one of %s", s, strings.Join(shells, ", "))
 }
 
-// commandFlags asks every command for its flags, by name, sorted: "--format=text,json" for a
-// flag that knows its values.
+// commandFlags asks every command for its flags (flagsOf), by name, sorted: "--dir=" for a flag
+// that takes a value, "--format=text,json" for one that knows its values.
 func commandFlags() map[string][]string {
 	out := map[string][]string{}
-	for name, cmd := range commands {
-		var b bytes.Buffer
-		cmd.run(&invocation{stdout: &b, stderr: io.Discard, listFlags: true}, nil)
-		out[name] = strings.Fields(b.String())
-		slices.Sort(out[name])
+	for name := range commands {
+		var names []string
+		flagsOf(name).VisitAll(func(f *flag.Flag) {
+			name := dashed(f.Name)
+			if c, ok := f.Value.(interface{ Choices() []string }); ok {
+				name += "=" + strings.Join(c.Choices(), ",")
+			} else if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
+				name += "="
+			}
+			names = append(names, name)
+		})
+		slices.Sort(names)
+		out[name] = names
 	}
 	return out
 }

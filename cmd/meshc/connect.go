@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"strconv"
 
 	"github.com/meshc-dev/meshc/apply/wire"
 	"github.com/meshc-dev/meshc/compiler"
@@ -30,55 +31,111 @@ var connectEnv = []struct{ flag, env string }{
 	{"context", "NATS_CONTEXT"},
 }
 
-const connectHelp = `Connection, as the NATS CLI reads it. For each setting the first of these wins:
-the flag, its NATS_* variable, the context (--context NAME or a context file's path, else
-$NATS_CONTEXT, else the context 'nats context select' chose). A CI job can give every secret
-by environment: NATS_URL, NATS_USER=mesh-controller and NATS_PASSWORD are enough.
-  -s, --server URL    the server or cluster, comma-separated        $NATS_URL
-  --user USER         username (plan and apply: mesh-controller)     $NATS_USER
-  --password PW       password                                       $NATS_PASSWORD
-  --token TOKEN       an authentication token                        $NATS_TOKEN
-  --creds FILE        a JWT credentials file                         $NATS_CREDS
-  --nkey FILE         an nkey seed file                              $NATS_NKEY
-  --jwt JWT, --seed SEED   a user JWT and its seed                   $NATS_JWT, $NATS_SEED
-  --tlscert, --tlskey, --tlsca FILE   client certificate, key, CA    $NATS_CERT, $NATS_KEY, $NATS_CA
-  --tlsfirst          TLS before the INFO handshake
-  --timeout DURATION  connecting and each request (default 5s)       $NATS_TIMEOUT
-  --js-domain DOMAIN  the JetStream domain ($JS.DOMAIN.API)
-  --js-api-prefix P   the JetStream API prefix
-  --inbox-prefix P    where replies come; default _INBOX.USER for a bus user of the catalogue
-  --connection-name N the name the server shows for this connection
-  --context NAME      a NATS CLI context, or the path of a context's .json file  $NATS_CONTEXT
+// connectIntro heads the connection flags in a command's help: how each setting is read, and
+// for a command that connects as one user (not verify, which connects as each principal) the
+// context that may give them all.
+func connectIntro(fs *flag.FlagSet) string {
+	if f := fs.Lookup("user"); f == nil || !isConnect(f) {
+		return "Connection: where the bus is and how to reach it. For each setting the flag wins, else its\nNATS_* variable.\n"
+	}
+	return `Connection, as the NATS CLI reads it. For each setting the first of these wins: the flag,
+its NATS_* variable, the context (--context NAME or a context file's path, else $NATS_CONTEXT,
+else the context 'nats context select' chose). A CI job can give every secret by environment:
+NATS_URL, NATS_USER=mesh-controller and NATS_PASSWORD are enough.
 `
-
-func (c *connectFlags) register(fs *flag.FlagSet) {
-	c.registerWhere(fs)
-	fs.StringVar(&c.User, "user", "", "username")
-	fs.StringVar(&c.Password, "password", "", "password")
-	fs.StringVar(&c.Token, "token", "", "authentication token")
-	fs.StringVar(&c.Creds, "creds", "", "credentials `FILE`")
-	fs.StringVar(&c.NKey, "nkey", "", "nkey seed `FILE`")
-	fs.StringVar(&c.JWT, "jwt", "", "user `JWT`")
-	fs.StringVar(&c.Seed, "seed", "", "the user JWT's `SEED`")
-	fs.StringVar(&c.JSDomain, "js-domain", "", "JetStream `DOMAIN`")
-	fs.StringVar(&c.JSAPIPrefix, "js-api-prefix", "", "JetStream API `PREFIX`")
-	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "inbox `PREFIX`")
-	fs.StringVar(&c.ConnectionName, "connection-name", "", "connection `NAME`")
-	fs.StringVar(&c.Context, "context", "", "NATS CLI context `NAME` or file")
 }
 
-// registerWhere registers the flags that say where the bus is and how to reach it, and not who to
+// register declares every connection flag on fs: where the bus is, how to reach it, and who to
+// be. Each is declared here and nowhere else; help lists them from fs.
+func (c *connectFlags) register(fs *flag.FlagSet) {
+	c.registerWhere(fs)
+	connectVar(fs, &c.User, "user", "the `USER` to connect as (plan and apply: mesh-controller)")
+	connectVar(fs, &c.Password, "password", "the user's `PASSWORD`")
+	connectVar(fs, &c.Token, "token", "an authentication `TOKEN`")
+	connectVar(fs, &c.Creds, "creds", "a JWT credentials `FILE`")
+	connectVar(fs, &c.NKey, "nkey", "an nkey seed `FILE`")
+	connectVar(fs, &c.JWT, "jwt", "a user `JWT`, with --seed")
+	connectVar(fs, &c.Seed, "seed", "the user JWT's `SEED`")
+	connectVar(fs, &c.JSDomain, "js-domain", "the JetStream `DOMAIN` ($JS.DOMAIN.API)")
+	connectVar(fs, &c.JSAPIPrefix, "js-api-prefix", "the JetStream API's subject `PREFIX`")
+	connectVar(fs, &c.InboxPrefix, "inbox-prefix", "where replies come: a subject `PREFIX` (default _INBOX.USER for a bus user of the catalogue)")
+	connectVar(fs, &c.ConnectionName, "connection-name", "the `NAME` the server shows for this connection")
+	connectVar(fs, &c.Context, "context", "a NATS CLI context's `NAME`, or the path of a context's .json file")
+}
+
+// registerWhere declares the flags that say where the bus is and how to reach it, and not who to
 // be: verify connects as each principal with the credentials --credentials holds, never as one
 // user.
 func (c *connectFlags) registerWhere(fs *flag.FlagSet) {
 	c.flags = fs
-	fs.StringVar(&c.Server, "server", "", "NATS server `URL`s")
-	fs.StringVar(&c.Server, "s", "", "NATS server `URL`s (short for --server)")
-	fs.StringVar(&c.TLSCert, "tlscert", "", "client certificate `FILE`")
-	fs.StringVar(&c.TLSKey, "tlskey", "", "client key `FILE`")
-	fs.StringVar(&c.TLSCA, "tlsca", "", "CA `FILE`")
-	fs.BoolVar(&c.TLSFirst, "tlsfirst", false, "TLS before the handshake")
-	fs.StringVar(&c.Timeout, "timeout", "", "connect and request `DURATION`")
+	connectVar(fs, &c.Server, "server", "the server's `URL`, or a cluster's, comma-separated")
+	alias(fs, "s", "server")
+	connectVar(fs, &c.TLSCert, "tlscert", "a client certificate `FILE`")
+	connectVar(fs, &c.TLSKey, "tlskey", "the client certificate's key `FILE`")
+	connectVar(fs, &c.TLSCA, "tlsca", "the `FILE` of the CAs to trust the server by")
+	fs.Var(connValue{boolValue{&c.TLSFirst}}, "tlsfirst", "TLS before the INFO handshake")
+	connectVar(fs, &c.Timeout, "timeout", "how long connecting, and each request, may take: a `DURATION`, 5s when none is given")
+}
+
+// connectVar declares one connection flag, marked as one (connValue) so that help lists it with
+// the connection and names its variable.
+func connectVar(fs *flag.FlagSet, p *string, name, usage string) {
+	fs.Var(connValue{stringValue{p}}, name, usage)
+}
+
+// A connValue is a connection flag's value: help lists the flags holding one apart, under
+// connectIntro, each with its NATS_* variable.
+type connValue struct{ flag.Value }
+
+// IsBoolFlag lets a switch (--tlsfirst) be given without a value.
+func (v connValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+type stringValue struct{ p *string }
+
+func (v stringValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+func (v stringValue) Set(s string) error { *v.p = s; return nil }
+
+type boolValue struct{ p *bool }
+
+func (v boolValue) String() string {
+	if v.p == nil || !*v.p {
+		return "false"
+	}
+	return "true"
+}
+func (v boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*v.p = b
+	return nil
+}
+func (v boolValue) IsBoolFlag() bool { return true }
+
+// isConnect reports whether f is a connection flag, declared by connectFlags: not a flag of the
+// command's own named like one (export's --server is a document's, not a bus's).
+func isConnect(f *flag.Flag) bool {
+	_, ok := f.Value.(connValue)
+	return ok
+}
+
+// connectEnvOf returns the NATS_* variable a connection flag is read from, if any.
+func connectEnvOf(f *flag.Flag) string {
+	for _, e := range connectEnv {
+		if e.flag == f.Name && isConnect(f) {
+			return e.env
+		}
+	}
+	return ""
 }
 
 // fromEnvironment fills each setting no flag gave from its NATS_* variable, through the flag

@@ -25,10 +25,13 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const contextHelp = `Usage: meshc context USER --server URL [--dir DIR] (--stdin | --creds FILE | --nkey FILE)
+var contextCommand = command{
+	name:    "context",
+	summary: "write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked",
+	usage: `Usage: meshc context USER --server URL [--dir DIR] (--stdin | --creds FILE | --nkey FILE)
                      [--name NAME | --out FILE] [--js-domain DOMAIN] [--select] [--no-check]
-
-Writes a NATS CLI context for one bus user of the catalogue in DIR, on a real bus: the server, the
+`,
+	help: `Writes a NATS CLI context for one bus user of the catalogue in DIR, on a real bus: the server, the
 user's credential, and the inbox prefix its grant names (_INBOX.<user>), which every request of
 a restricted user needs and a context written by hand usually lacks (a serving user,
 serve.<machine>.<module>, has no inbox: it only answers, and its context names none). 'nats --context NAME …' and
@@ -51,36 +54,26 @@ credential and lets the user receive in its inbox (a serving user: takes the cre
 subscribing its tools would take a share of live calls); --no-check skips that (a bus not reachable
 from here, or one that does not have the user yet).
 
-Flags:
-  --dir DIR          the catalogue (default: the current directory)
-  --server URL       the bus (default: $NATS_URL)
-  --stdin            read the credential from standard input, as meshc mint prints it
-  --creds FILE       a credentials file (auth: operator)
-  --nkey FILE        an nkey seed file (auth: nkey)
-  --name NAME        the context's name (default: USER@MESH), written where the NATS CLI keeps
-                     contexts ($XDG_CONFIG_HOME/nats/context, else ~/.config/nats/context)
-  --out FILE         write the context to FILE (a .json path) instead of by name
-  --js-domain D      the JetStream domain the bus runs
-  --select           make it the NATS CLI's selected context
-  --no-check         write it without connecting
-
-Exit status:
+`,
+	exits: `Exit status:
   0  written (and, without --no-check, the user connected)
   1  the credential is not the one credentials.yaml records, or the bus refused it
   2  meshc could not run: a bad flag, USER is not a bus user, DIR is not a catalogue
-`
+`,
+	run:  runContext,
+	args: []string{"@users"},
+}
 
 func runContext(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("context", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), contextHelp) }
-	dir := fs.String("dir", ".", "the catalogue `DIR`")
+	dir := catalogueFlag(fs)
 	server := fs.String("server", "", "the bus's `URL` (default: $NATS_URL)")
 	fromStdin := fs.Bool("stdin", false, "read the credential from standard input, as meshc mint prints it")
 	creds := fs.String("creds", "", "a credentials `FILE` (auth: operator)")
 	nkeyFile := fs.String("nkey", "", "an nkey seed `FILE` (auth: nkey)")
-	name := fs.String("name", "", "the context's `NAME` (default: USER@MESH)")
-	out := fs.String("out", "", "write the context to `FILE` instead of by name")
+	name := fs.String("name", "", "the context's `NAME` (default: USER@MESH), written where the NATS CLI keeps contexts ($XDG_CONFIG_HOME/nats/context, else ~/.config/nats/context)")
+	out := fs.String("out", "", "write the context to `FILE` (a .json path) instead of by name")
 	domain := fs.String("js-domain", "", "the JetStream `DOMAIN` the bus runs")
 	sel := fs.Bool("select", false, "make it the NATS CLI's selected context")
 	noCheck := fs.Bool("no-check", false, "write it without connecting")

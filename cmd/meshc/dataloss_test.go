@@ -12,10 +12,10 @@ import (
 	"github.com/meshc-dev/meshc/apply"
 )
 
-// The README's "never loses data quietly" lists every flag that can lose data, and nothing else
-// can: each permission apply.Options has (a bool) is one flag of `meshc apply`, listed in the
-// README's table, and the table lists nothing else.
-func TestTheREADMEListsEveryFlagThatCanLoseData(t *testing.T) {
+// docs/commands.md's "never loses data quietly" lists every flag that can lose data, and nothing
+// else can: each permission apply.Options has (a bool) is one flag of `meshc apply`, listed in
+// the page's table, and the table lists nothing else.
+func TestTheCommandsPageListsEveryFlagThatCanLoseData(t *testing.T) {
 	var want []string
 	typ := reflect.TypeOf(apply.Options{})
 	for i := range typ.NumField() {
@@ -23,13 +23,13 @@ func TestTheREADMEListsEveryFlagThatCanLoseData(t *testing.T) {
 			want = append(want, kebab(f.Name))
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(readme), "<!-- data-loss flags: read by TestTheREADMEListsEveryFlagThatCanLoseData -->")
+	_, table, ok := strings.Cut(string(page), "<!-- data-loss flags: read by TestTheCommandsPageListsEveryFlagThatCanLoseData -->")
 	if !ok {
-		t.Fatal("the README has no data-loss table")
+		t.Fatal("docs/commands.md has no data-loss table")
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	var listed []string
@@ -39,10 +39,11 @@ func TestTheREADMEListsEveryFlagThatCanLoseData(t *testing.T) {
 	slices.Sort(want)
 	slices.Sort(listed)
 	if !slices.Equal(want, listed) {
-		t.Fatalf("the README lists %q as the flags that can lose data; apply.Options permits %q", listed, want)
+		t.Fatalf("docs/commands.md lists %q as the flags that can lose data; apply.Options permits %q", listed, want)
 	}
+	help := helpOf(t, "apply")
 	for _, flag := range want {
-		if !strings.Contains(applyHelp, "\n  --"+flag+" ") {
+		if !strings.Contains(help, "\n  --"+flag+" ") {
 			t.Errorf("--%s is not a flag meshc apply's help lists", flag)
 		}
 	}

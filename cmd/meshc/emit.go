@@ -16,9 +16,12 @@ import (
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const emitHelp = `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]
-
-Compiles the catalogue in DIR (default: the current directory) and writes its golden files
+var emitCommand = command{
+	name:    "emit",
+	summary: "compile the catalogue and write (or --check) its golden files",
+	usage: `Usage: meshc emit [DIR] [-o OUT] [--check] [--allow-missing]
+`,
+	help: `Compiles the catalogue in DIR (default: the current directory) and writes its golden files
 into OUT (default: DIR/golden):
 
   accounts.conf    the bus's users, bcrypt hashes and permissions: the accounts block the
@@ -31,26 +34,21 @@ into OUT (default: DIR/golden):
 The same catalogue always gives the same bytes, and a file whose bytes did not change is not
 rewritten. A catalogue with lint errors is not compiled: run 'meshc lint' for the fixes.
 
-Flags:
-  -o OUT           where the golden files go (default DIR/golden)
-  --check          write nothing; exit 1 with a unified diff when the committed files are
-                   stale, 0 when they are current (for CI)
-  --allow-missing  leave out users with no recorded hash in credentials.yaml, each named in a
-                   comment with the command that mints it, instead of refusing
-
-Exit status:
+`,
+	exits: `Exit status:
   0  written, or (--check) current
   1  the catalogue has errors, a user has no hash, or (--check) the golden files are stale
   2  meshc could not run: a bad flag, DIR is not a catalogue, a file cannot be written
-`
+`,
+	run: runEmit,
+}
 
 func runEmit(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), emitHelp) }
-	out := fs.String("o", "", "write the golden files into `OUT` (default DIR/golden)")
-	check := fs.Bool("check", false, "exit 1 with a diff when the golden files are stale; write nothing")
-	allowMissing := fs.Bool("allow-missing", false, "leave out users with no recorded hash")
+	out := fs.String("o", "", "where the golden files go: `OUT` (default DIR/golden)")
+	check := fs.Bool("check", false, "write nothing; exit 1 with a unified diff when the committed files are stale, 0 when they are current (for CI)")
+	allowMissing := fs.Bool("allow-missing", false, "leave out users with no recorded hash in credentials.yaml, each named in a comment with the command that mints it, instead of refusing")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit
@@ -147,7 +145,7 @@ func compileLoadedWith(check func(*catalogue.Catalogue, catalogue.Findings) (cat
 }
 
 // loadCatalogue loads DIR, or says why it could not (exit 2): not a catalogue at all is the one
-// thing that is not a finding (README.md, "Exit status").
+// thing that is not a finding (docs/commands.md, "Exit status").
 func loadCatalogue(cmd, dir string, stderr io.Writer) (*catalogue.Catalogue, catalogue.Findings, bool) {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {

@@ -3,24 +3,28 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/meshc-dev/meshc/internal/suggest"
 	"github.com/meshc-dev/meshc/lint"
 )
 
-const explainHelp = `Usage: meshc explain RULE
-
-Prints what a rule of meshc lint catches, why it exists, how a catalogue may turn it off or
+var explainCommand = command{
+	name:    "explain",
+	summary: "say why a lint rule exists, how to silence it, and a before/after fix",
+	usage: `Usage: meshc explain RULE
+`,
+	help: `Prints what a rule of meshc lint catches, why it exists, how a catalogue may turn it off or
 change its severity (mesh.yaml's lint.rules, a # meshc:ignore comment), and a catalogue that
 fires it beside the same catalogue fixed. 'meshc lint --list' names the rules; the same text is
 in docs/rules.md.
-`
+`,
+	run:  runExplain,
+	args: []string{"@rules"},
+}
 
 func runExplain(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), explainHelp) }
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

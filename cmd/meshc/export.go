@@ -4,15 +4,17 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/meshc-dev/meshc/asyncapi"
 	"github.com/meshc-dev/meshc/catalogue"
 )
 
-const exportHelp = `Usage: meshc export asyncapi [DIR] [--module MODULE] [--server HOST:PORT] [--version V]
-
-Writes the catalogue in DIR (default: the current directory) on stdout as another tool's
+var exportCommand = command{
+	name:    "export",
+	summary: "write the catalogue as another tool's document: an AsyncAPI 3.0 one",
+	usage: `Usage: meshc export asyncapi [DIR] [--module MODULE] [--server HOST:PORT] [--version V]
+`,
+	help: `Writes the catalogue in DIR (default: the current directory) on stdout as another tool's
 document. One format so far:
 
   asyncapi   an AsyncAPI 3.0 document, JSON: a server for the bus; a channel per derived
@@ -27,24 +29,22 @@ document. One format so far:
 The same catalogue gives the same bytes. EventCatalog's AsyncAPI generator reads one document
 per service: write one per module with --module and name each in its configuration.
 
-Flags:
-  --module MODULE    that module's operations alone, and the channels they use
-  --server HOST:PORT the bus's address in servers (default localhost:4222)
-  --version V        info.version (default 0.0.0): a release's, from CI
-
-Exit status:
+`,
+	exits: `Exit status:
   0  written
   1  the catalogue has errors
   2  meshc could not run: a bad flag, an unknown format or module, DIR is not a catalogue
-`
+`,
+	run:  runExport,
+	args: []string{"asyncapi"},
+}
 
 func runExport(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), exportHelp) }
-	module := fs.String("module", "", "that `MODULE`'s operations alone")
-	server := fs.String("server", "", "the bus's `HOST:PORT`")
-	version := fs.String("version", "", "the document's info.version `V`")
+	module := fs.String("module", "", "that `MODULE`'s operations alone, and the channels they use")
+	server := fs.String("server", "", "the bus's address in servers, `HOST:PORT` (default localhost:4222)")
+	version := fs.String("version", "", "the document's info.version, `V` (default 0.0.0): a release's, from CI")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -13,9 +12,12 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const graphHelp = `Usage: meshc graph [DIR] [--format mermaid|dot|svg] [--module MODULE]
-
-Draws the mesh of the catalogue in DIR (default: the current directory): modules, seats, people
+var graphCommand = command{
+	name:    "graph",
+	summary: "draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)",
+	usage: `Usage: meshc graph [DIR] [--format mermaid|dot|svg] [--module MODULE]
+`,
+	help: `Draws the mesh of the catalogue in DIR (default: the current directory): modules, seats, people
 and the controller as nodes; events (emitter → consumer, solid), tool calls (caller → server,
 dotted) and work (submitter → seat, thick; seat — holder) as edges. Everything is derived the
 way the bus's permissions are, so the picture shows what the bus allows. The output is the same
@@ -31,25 +33,21 @@ module. --module draws one module's neighbourhood, every edge drawn.
     meshc graph --format mermaid > mesh.mmd      # GitHub draws a mermaid block in markdown
     meshc graph --format dot | dot -Tpng > mesh.png
 
-Flags:
-  --format FORMAT  mermaid (default), dot (Graphviz's text), or svg (a picture)
-  --module MODULE  only MODULE's neighbourhood: every edge to or from it, the whole path of
-                   work through a seat it submits to or holds, and the events of a seat it
-                   holds (--focus is its older name)
-
-Exit status:
+`,
+	exits: `Exit status:
   0  drawn
   2  meshc could not draw: a bad flag, an unknown module, DIR is not a catalogue
-`
+`,
+	run: runGraph,
+}
 
 func runGraph(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), graphHelp) }
 	graphFormats := []string{"mermaid", "dot", "svg"}
-	format := choice(fs, "format", "mermaid", "`format`: mermaid, dot or svg", graphFormats...)
-	focus := choice(fs, "module", "", "draw only `MODULE`'s neighbourhood", "@modules")
-	fs.Var(fs.Lookup("module").Value, "focus", "the older name of --module")
+	format := choice(fs, "format", "mermaid", "mermaid, dot (Graphviz's text), or svg (a picture)", graphFormats...)
+	focus := choice(fs, "module", "", "only `MODULE`'s neighbourhood: every edge to or from it, the whole path of work through a seat it submits to or holds, and the events of a seat it holds (--focus is its older name)", "@modules")
+	alias(fs, "focus", "module")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/meshc-dev/meshc/catalogue"
@@ -13,46 +12,35 @@ import (
 	"github.com/meshc-dev/meshc/review"
 )
 
-const lintHelp = `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
-
-Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
+var lintCommand = command{
+	name:    "lint",
+	summary: "check a catalogue and report what is wrong, with the fix",
+	usage: `Usage: meshc lint [DIR] [--format FORMAT] [--against REF] [--list [-v]]
+`,
+	help: `Checks the catalogue in DIR (default: the current directory, which must hold mesh.yaml) and
 reports every finding with its place (file:line:col), its rule, its severity and what to do
 about it. Paths are printed as DIR/file, so they open from where meshc was run.
-
-Flags:
-  --format FORMAT  text (default): one line per finding, related places indented below,
-                   then a count ("1 error, 0 warnings, 2 info"); nothing when clean.
-                   json: {"findings": [...], "summary": {...}}, a stable shape.
-                   sarif: SARIF 2.1.0, for code scanning (github/codeql-action/upload-sarif).
-                   github: GitHub Actions annotations on the pull request's diff.
-` + againstHelp + `
-                   and also report what the change breaks: replay (a consumer renamed starts
-                   over), retention (a stream keeps less, or is replaced), widening (a user
-                   gains a grant), contract (an event, tool, seat or kind of work is gone).
-                   A break approved in mesh.yaml's approve: list is reported as info.
-  --list           print every rule (id, severity, what it catches) and exit; it reads no
-                   catalogue, so it takes no DIR. With --format json, the table as JSON:
-                   {"rules": [{"id", "severity", "summary", "why", "configurable", "help"}]}.
-  -v               with --list, also say why each rule exists.
 
 Flags that do not combine (--list with --against, sarif or github) are refused.
 
 Flags may come before or after DIR.
 
-Exit status:
+`,
+	exits: `Exit status:
   0  no error (warnings and info do not fail)
   1  at least one error
   2  meshc could not lint: a bad flag, or DIR is not a catalogue (no mesh.yaml) or cannot be read
-`
+`,
+	run: runLint,
+}
 
 func runLint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), lintHelp) }
-	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(lint.Formats...), ", "), output.Names(lint.Formats...)...)
-	list := fs.Bool("list", false, "print the rule table and exit")
-	verbose := fs.Bool("v", false, "with --list, say why each rule exists")
-	against := fs.String("against", "", "also report what the change from the base at `REF` breaks")
+	formatName := choice(fs, "format", "text", `text: one line per finding, related places indented below, then a count ("1 error, 0 warnings, 2 info"); nothing when clean. json: {"findings": [...], "summary": {...}}, a stable shape. sarif: SARIF 2.1.0, for code scanning (github/codeql-action/upload-sarif). github: GitHub Actions annotations on the pull request's diff.`, output.Names(lint.Formats...)...)
+	list := fs.Bool("list", false, `print every rule (id, severity, what it catches) and exit; it reads no catalogue, so it takes no DIR. With --format json, the table as JSON: {"rules": [{"id", "severity", "summary", "why", "configurable", "help"}]}.`)
+	verbose := fs.Bool("v", false, "with --list, also say why each rule exists")
+	against := againstFlag(fs, ", and also report what the change breaks: replay (a consumer renamed starts over), retention (a stream keeps less, or is replaced), widening (a user gains a grant), contract (an event, tool, seat or kind of work is gone). A break approved in mesh.yaml's approve: list is reported as info.")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

@@ -20,7 +20,7 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// Exit codes, the same for every command (README.md, "Exit status").
+// Exit codes, the same for every command (docs/commands.md, "Exit status").
 const (
 	exitOK      = 0 // clean: nothing wrong, nothing to change
 	exitFailed  = 1 // findings or differences: meshc did its job and the answer is "no"
@@ -31,13 +31,27 @@ const (
 	exitUnread = 3
 )
 
-// A command is one subcommand. Adding one is a file holding its run function and one entry in
-// commands.
+// A command is one subcommand, as a value: its name, what `meshc help` says of it, its help, and
+// the function that declares its flags and runs it. Adding one is a file holding its value and
+// run function, and one entry in init's list.
+//
+// The flags are declared once, in run, on the FlagSet run hands parseArgs: the help's Flags
+// block, completion and docs/commands.md are all rendered from that FlagSet (flagsOf), so none
+// of them is a list kept by hand.
 type command struct {
+	// name is what meshc is given to run it, and the name of the FlagSet run declares.
+	name string
 	// summary is the line `meshc help` shows beside the command's name.
 	summary string
-	// run runs the command with the arguments after its name. `-h` must print the command's
-	// help on stdout and return exitOK.
+	// usage is the help's first lines: "Usage: meshc NAME …", one line per form.
+	usage string
+	// help says what the command does: the paragraphs between the usage and the flags.
+	help string
+	// exits is the help's last block: the command's exit status.
+	exits string
+	// run runs the command with the arguments after its name. It declares its flags on a
+	// FlagSet named after the command and parses them with parseArgs before anything else:
+	// `-h` prints the help on stdout and returns exitOK there.
 	run func(inv *invocation, args []string) int
 	// args are what completion offers for each positional argument, in order: words, or
 	// "@rules", "@users", "@modules" for the rule table's ids and the catalogue's own names.
@@ -51,36 +65,38 @@ type invocation struct {
 	stdout, stderr io.Writer
 	// stdin is what a command reads a secret from (meshc context --stdin); os.Stdin when nil.
 	stdin io.Reader
-	// listFlags makes parseArgs list the command's flags instead of parsing: completion's way to
-	// ask every command for its flags through the one place all of them parse.
-	listFlags bool
+	// declared, when set, makes parseArgs hand it the command's flags instead of parsing: how
+	// help, completion and the docs ask a command for its flags (flagsOf), through the one place
+	// every command parses.
+	declared func(fs *flag.FlagSet)
 }
 
 var commands = map[string]command{}
 
 // init fills commands: completion lists the commands, so the table cannot refer to it directly.
+// The order does not matter: help and completion sort by name.
 func init() {
-	for name, c := range map[string]command{
-		"lint":       {"check a catalogue and report what is wrong, with the fix", runLint, nil},
-		"emit":       {"compile the catalogue and write (or --check) its golden files", runEmit, nil},
-		"mint":       {"mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves", runMint, nil},
-		"operator":   {"make the operator of a mesh with auth: operator: its keys, and the servers' configuration", runOperator, nil},
-		"plan":       {"say what applying would change: against the golden plan, or a live server", runPlan, nil},
-		"status":     {"say what the live bus holds per machine and module: connected, consumers behind, objects as planned", runStatus, nil},
-		"up":         {"run the catalogue on an embedded NATS server, nothing installed", runUp, nil},
-		"apply":      {"assert the streams and consumers on a live server, never losing data quietly", runApply, nil},
-		"version":    {"print meshc's version, commit, Go and the embedded nats-server", runVersion, nil},
-		"completion": {"print a shell completion script (bash, zsh, fish)", runCompletion, []string{"bash zsh fish"}},
-		"context":    {"write a NATS CLI context for one bus user of a real bus: its credential and inbox prefix, checked", runContext, []string{"@users"}},
-		"can":        {"say whether a bus user may publish or subscribe a subject, and which manifest line grants it", runCan, []string{"@users", "pub sub"}},
-		"export":     {"write the catalogue as another tool's document: an AsyncAPI 3.0 one", runExport, []string{"asyncapi"}},
-		"explain":    {"say why a lint rule exists, how to silence it, and a before/after fix", runExplain, []string{"@rules"}},
-		"graph":      {"draw the mesh: modules and seats, events, tool calls and work (mermaid or dot)", runGraph, nil},
-		"schema":     {"print or write the JSON Schemas of the catalogue's files, for editors", runSchema, nil},
-		"verify":     {"prove least privilege on a real server: the golden files on a throwaway one, or a live bus", runVerify, nil},
-		"who-can":    {"list every bus user who may publish or subscribe a subject, and why", runWhoCan, []string{"pub sub"}},
+	for _, c := range []*command{
+		&applyCommand,
+		&canCommand,
+		&completionCommand,
+		&contextCommand,
+		&emitCommand,
+		&explainCommand,
+		&exportCommand,
+		&graphCommand,
+		&lintCommand,
+		&mintCommand,
+		&operatorCommand,
+		&planCommand,
+		&schemaCommand,
+		&statusCommand,
+		&upCommand,
+		&verifyCommand,
+		&versionCommand,
+		&whoCanCommand,
 	} {
-		commands[name] = c
+		commands[c.name] = *c
 	}
 }
 
@@ -172,34 +188,18 @@ func didYouMean(name string) string {
 // It returns the arguments that are not flags, and the exit code to return now, if any: -h
 // prints help on stdout (exitOK); a bad flag is one line on stderr, with the flag it was
 // probably meant to be and where the help is (exitCantRun): the whole usage under it buried the
-// one line that mattered. Set fs.Usage to print the command's help on fs.Output().
+// one line that mattered. The help is writeHelp's, from the command's value and fs.
 func parseArgs(fs *flag.FlagSet, args []string, inv *invocation) (positional []string, exit int, done bool) {
 	stdout, stderr := inv.stdout, inv.stderr
-	if inv.listFlags {
-		// meshc completion asks every command for its flags through here, the one place all of
-		// them parse, so a flag added to a command completes without another list to keep.
-		fs.VisitAll(func(f *flag.Flag) {
-			name := "--" + f.Name
-			if len(f.Name) == 1 {
-				name = "-" + f.Name
-			}
-			// A flag that takes a value says so (--dir=), and one that knows its values says
-			// them: --format=text,json,markdown.
-			if c, ok := f.Value.(interface{ Choices() []string }); ok {
-				name += "=" + strings.Join(c.Choices(), ",")
-			} else if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !ok || !b.IsBoolFlag() {
-				name += "="
-			}
-			fmt.Fprintln(stdout, name)
-		})
+	if inv.declared != nil {
+		inv.declared(fs)
 		return nil, exitOK, true
 	}
 	fs.SetOutput(io.Discard) // errors are printed below, once, with the command's name
 	for {
 		err := fs.Parse(args)
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			writeHelp(stdout, fs)
 			return nil, exitOK, true
 		}
 		if err != nil {
@@ -251,6 +251,12 @@ func catalogueArg(fs *flag.FlagSet, rest []string, stderr io.Writer) (dir string
 func tooMany(fs *flag.FlagSet, stderr io.Writer, extra []string) int {
 	fmt.Fprintf(stderr, "meshc %s: unexpected arguments %s; 'meshc help %s' says what it takes\n", fs.Name(), strings.Join(extra, " "), fs.Name())
 	return exitCantRun
+}
+
+// catalogueFlag declares --dir, the catalogue of a command whose positional arguments are
+// something else (mint's users, can's question).
+func catalogueFlag(fs *flag.FlagSet) *string {
+	return fs.String("dir", ".", "the catalogue's `DIR`")
 }
 
 // choiceFlag is a string flag that knows its values, so completion offers them: the command's own

@@ -17,11 +17,14 @@ import (
 	"github.com/meshc-dev/meshc/operator"
 )
 
-const mintHelp = `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
+var mintCommand = command{
+	name:    "mint",
+	summary: "mint (or --revoke) passwords, nkeys or operator-mode credentials for bus users, recording only public halves",
+	usage: `Usage: meshc mint [--dir DIR] [--out CREDS] USER...
        meshc mint [--dir DIR] [--out CREDS] --missing
        meshc mint [--dir DIR] --revoke USER...
-
-Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
+`,
+	help: `Mints a random password for each bus USER (mesh-controller, node.<node>, mod.<node>.<module>,
 serve.<node>.<module>, enrol.<node>, person.<name>), records its bcrypt hash in DIR/credentials.yaml, and prints
 'USER PASSWORD' on stdout, one line each. With 'auth: nkey' in mesh.yaml it mints an nkey
 instead: credentials.yaml records the public key, and the line printed is 'USER SEED'. The
@@ -41,29 +44,23 @@ recorded. The hashes are bcrypt at cost 6, on purpose: the server checks the has
 connect and for every connected client on every reload, and a 256-bit random password gains
 nothing from a higher cost.
 
-Flags:
-  --dir DIR   the catalogue (default: the current directory)
-  --missing   mint every user the catalogue derives that has no recorded hash, or whose
-              recorded value is not what the mesh's auth records (a bcrypt hash left in a
-              mesh switched to auth: nkey, or the reverse): switching auth is this command
-  --out CREDS with auth: operator, write USER.creds files into this directory
-  --revoke    remove the USERs' records: revoke them
-
-Exit status:
+`,
+	exits: `Exit status:
   0  minted (or nothing was missing)
   1  a USER is not a bus user of this catalogue, or the catalogue has errors (other than
      credential-invalid, which minting fixes)
   2  meshc could not run: a bad flag, DIR is not a catalogue, credentials.yaml cannot be written
-`
+`,
+	run: runMint,
+}
 
 func runMint(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("mint", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), mintHelp) }
-	dir := fs.String("dir", ".", "the catalogue `DIR`")
-	missing := fs.Bool("missing", false, "mint every user with no recorded hash")
-	out := fs.String("out", "", "with auth: operator, write each user's credentials into `CREDS`/USER.creds")
-	revoke := fs.Bool("revoke", false, "remove the users' records: revoke them")
+	dir := catalogueFlag(fs)
+	missing := fs.Bool("missing", false, "mint every user the catalogue derives that has no recorded hash, or whose recorded value is not what the mesh's auth records (a bcrypt hash left in a mesh switched to auth: nkey, or the reverse): switching auth is this command")
+	out := fs.String("out", "", "with auth: operator, write each user's credentials into `CREDS`/USER.creds, a directory outside the catalogue")
+	revoke := fs.Bool("revoke", false, "remove the USERs' records: revoke them")
 	users, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

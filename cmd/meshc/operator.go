@@ -3,18 +3,20 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/meshc-dev/meshc/lint"
 	"github.com/meshc-dev/meshc/operator"
 )
 
-const operatorHelp = `Usage: meshc operator init --secrets DIR [--dir CATALOGUE] [--resolver-dir PATH] [--resolver-interval D]
-
-Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
-for every account. The public keys go into CATALOGUE/keys.yaml, to commit; the secrets into DIR
-(outside the catalogue, mode 0600, never overwritten):
+var operatorCommand = command{
+	name:    "operator",
+	summary: "make the operator of a mesh with auth: operator: its keys, and the servers' configuration",
+	usage: `Usage: meshc operator init --secrets SECRETS [--dir DIR] [--resolver-dir PATH] [--resolver-interval DURATION]
+`,
+	help: `Makes the operator of a mesh with 'auth: operator', once: the keys its servers trust, and a key
+for every account. The public keys go into DIR/keys.yaml, to commit; the secrets into
+SECRETS (outside the catalogue, mode 0600, never overwritten):
 
   operator.nk    the operator's identity seed: keep it offline
   signing.nk     the signing key's seed, which signs every account: CI's MESHC_OPERATOR_SIGNING_KEY
@@ -26,24 +28,20 @@ Then 'meshc mint --missing --out CREDS' issues the users' credentials and 'meshc
 the accounts. A bus that ran from an accounts file keeps its streams under STORE/jetstream/<mesh>;
 operator mode looks under the mesh account's key: 'meshc apply' says how to move them.
 
-Flags:
-  --secrets DIR          where the secrets and operator.conf go
-  --dir CATALOGUE        the catalogue (default: the current directory)
-  --resolver-dir PATH    where each server keeps the accounts (default: jwt, from its working directory)
-  --resolver-interval D  how often a cluster's servers catch up with each other (default 1m)
-
-Exit status: 0 made; 1 the catalogue has errors; 2 meshc could not run (a bad flag, an operator
+`,
+	exits: `Exit status: 0 made; 1 the catalogue has errors; 2 meshc could not run (a bad flag, an operator
 already recorded, a secret already there).
-`
+`,
+	run: runOperator,
+}
 
 func runOperator(inv *invocation, args []string) int {
 	stderr := inv.stderr
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), operatorHelp) }
-	dir := fs.String("dir", ".", "the catalogue `DIR`")
-	secrets := fs.String("secrets", "", "write the secrets into `DIR`, outside the catalogue")
-	resolverDir := fs.String("resolver-dir", "jwt", "where each server keeps the accounts")
-	interval := fs.Duration("resolver-interval", time.Minute, "how often a cluster's servers catch up")
+	dir := catalogueFlag(fs)
+	secrets := fs.String("secrets", "", "where the secrets and operator.conf go: `SECRETS`, a directory outside the catalogue")
+	resolverDir := fs.String("resolver-dir", "jwt", "where each server keeps the accounts: a `PATH` from its working directory")
+	interval := fs.Duration("resolver-interval", time.Minute, "how often a cluster's servers catch up with each other")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

@@ -26,9 +26,12 @@ import (
 	"github.com/meshc-dev/meshc/review"
 )
 
-const planHelp = `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags [--save FILE]]
-
-Says what applying the catalogue in DIR (default: the current directory) would change, per
+var planCommand = command{
+	name:    "plan",
+	summary: "say what applying would change: against the golden plan, or a live server",
+	usage: `Usage: meshc plan [DIR] [--format text|json|markdown] [--prune] [--against REF | connection flags [--save FILE]]
+`,
+	help: `Says what applying the catalogue in DIR (default: the current directory) would change, per
 stream and consumer: + create, ~ update (each changed field), -/+ replace (a change the server
 cannot make in place), - delete (only with --prune), and what is kept on purpose.
 
@@ -52,45 +55,33 @@ The markdown is what CI posts on the pull request:
 
     meshc plan --against origin/main --format markdown > plan.md
 
-Flags:
-  --format FORMAT  text (default): a summary a reviewer scans, then one line per change;
-                   json: a stable shape for scripts; markdown: for a pull request comment
-  --prune          show objects the plan no longer has as deletes
-  -o DIR           the golden directory to compare against (default DIR/golden)
-  --monitor URL    with a server, its monitoring endpoint: /varz config_digest says whether
-                   the server still runs the accounts file meshc apply --accounts delivered
-  --system-creds FILE  auth: operator: the system user's credentials, to compare the accounts
-                   the resolver holds (else $MESHC_SYSTEM_CREDS)
-  --save FILE      with a server: also save the plan to FILE for 'meshc apply FILE', which
-                   applies exactly this change set and refuses, naming what moved, if the
-                   catalogue's files or the objects it changes on the bus changed since
-` + againstHelp + `
-
-` + connectHelp + `
-Exit status:
+`,
+	exits: `Exit status:
   0  nothing would change
   1  something would change, or the catalogue has errors
   2  meshc could not run: a bad flag, DIR is not a catalogue, the server cannot be reached
   3  nothing would change in what the bus let it read, but the server reported objects missing
      or offline (a cluster's node down): the bus may still differ there
-`
+`,
+	run: runPlan,
+}
 
-// againstHelp is the --against flag of plan and lint.
-const againstHelp = `  --against REF    compare with the base: the catalogue at REF, a git commit, branch or tag
-                   read with git from the catalogue's own repository (HEAD~1, origin/main),
-                   or a directory holding the base catalogue`
+// againstFlag declares --against, plan's and lint's: the base to compare with, and then what the
+// command does with it.
+func againstFlag(fs *flag.FlagSet, then string) *string {
+	return fs.String("against", "", "compare with the base: the catalogue at `REF`, a git commit, branch or tag read with git from the catalogue's own repository (HEAD~1, origin/main), or a directory holding the base catalogue"+then)
+}
 
 func runPlan(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), planHelp) }
-	formatName := choice(fs, "format", "text", "output `format`: text, json or markdown", output.Names(change.Formats...)...)
+	formatName := choice(fs, "format", "text", "text: a summary a reviewer scans, then one line per change; json: a stable shape for scripts; markdown: for a pull request comment", output.Names(change.Formats...)...)
 	prune := fs.Bool("prune", false, "show objects the plan no longer has as deletes")
-	goldenDir := fs.String("o", "", "the golden `DIR` to compare against")
-	against := fs.String("against", "", "compare with the base catalogue at `REF` (a git ref or a directory)")
-	save := fs.String("save", "", "save the plan to `FILE` for meshc apply FILE")
-	monitor := fs.String("monitor", "", "with a server, its monitoring `URL`: its config_digest says whether it runs the accounts meshc delivered")
-	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`, to compare the accounts the resolver holds")
+	goldenDir := fs.String("o", "", "the golden `DIR` to compare against (default DIR/golden)")
+	against := againstFlag(fs, "")
+	save := fs.String("save", "", "with a server: also save the plan to `FILE` for 'meshc apply FILE', which applies exactly this change set and refuses, naming what moved, if the catalogue's files or the objects it changes on the bus changed since")
+	monitor := fs.String("monitor", "", "with a server, its monitoring endpoint's `URL`: /varz config_digest says whether the server still runs the accounts file meshc apply --accounts delivered")
+	systemCreds := fs.String("system-creds", "", "auth: operator: the system user's credentials `FILE`, to compare the accounts the resolver holds (else $MESHC_SYSTEM_CREDS)")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,10 +12,13 @@ import (
 	"github.com/meshc-dev/meshc/internal/suggest"
 )
 
-const schemaHelp = `Usage: meshc schema mesh|module|inventory      print one JSON Schema
+var schemaCommand = command{
+	name:    "schema",
+	summary: "print or write the JSON Schemas of the catalogue's files, for editors",
+	usage: `Usage: meshc schema mesh|module|inventory      print one JSON Schema
        meshc schema --out DIR [mesh|module|inventory]   write them to DIR
-
-Prints or writes the JSON Schemas (draft 2020-12) of the catalogue's files: mesh.yaml
+`,
+	help: `Prints or writes the JSON Schemas (draft 2020-12) of the catalogue's files: mesh.yaml
 (mesh.schema.json), a module manifest (module.schema.json) and inventory.yaml
 (inventory.schema.json). They are written from the same field tables the loader reads with,
 so an editor completes, describes and checks exactly the keys meshc reads.
@@ -26,9 +28,9 @@ for yaml-language-server (VS Code's YAML extension, Neovim, Helix):
 
   # yaml-language-server: $schema=` + catalogue.SchemaBase + `module.schema.json
 
-Flags:
-  --out DIR  write the schemas (all three, or the one named) into DIR, creating it.
-`
+`,
+	run: runSchema,
+}
 
 // schemaNames are the names `meshc schema` takes, in the order of catalogue.Schemas.
 var schemaNames = []string{"mesh", "module", "inventory"}
@@ -36,8 +38,7 @@ var schemaNames = []string{"mesh", "module", "inventory"}
 func runSchema(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("schema", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), schemaHelp) }
-	out := fs.String("out", "", "write the schemas into `DIR`")
+	out := fs.String("out", "", "write the schemas (all three, or the one named) into `DIR`, creating it")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

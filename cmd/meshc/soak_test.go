@@ -44,7 +44,7 @@ var (
 //
 //	go test ./cmd/meshc -run TestSoak -soak 2m -soak.seed 7
 //
-// The README ("The seeded soak") says how to run a long one and what the last long run covered.
+// docs/commands.md ("The seeded soak") says how to run a long one and what the last long run covered.
 func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
 		t.Skip("the fault soak runs with -soak DURATION (and -soak.seed N)")

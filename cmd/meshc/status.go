@@ -4,17 +4,18 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/status"
 )
 
-const statusHelp = `Usage: meshc status [DIR] [--format text|json] [--monitor URL] [connection flags]
-
-Says what the live bus holds, per machine and module of the catalogue in DIR (default: the
+var statusCommand = command{
+	name:    "status",
+	summary: "say what the live bus holds per machine and module: connected, consumers behind, objects as planned",
+	usage: `Usage: meshc status [DIR] [--format text|json] [--monitor URL] [connection flags]
+`,
+	help: `Says what the live bus holds, per machine and module of the catalogue in DIR (default: the
 current directory): whether each principal is connected (its connections, their uptime and
 messages in and out), each consumer's pending messages, those awaiting an ack, waiting pulls and
 redeliveries (a consumer behind says how far), and whether each stream and consumer matches the
@@ -22,28 +23,21 @@ plan ("matches", "missing", or "differs:" and the fields meshc apply would chang
 as the connection's user, mesh-controller, with its own grants; who is connected comes from the
 server's monitoring endpoint, which no grant of the controller's reaches.
 
-Flags:
-  --format FORMAT  text (default): machine by machine; json: {"bus", "connections",
-                   "machines": [{"name", "agent", "modules": [{"user", "module", "connected",
-                   "connections", "consumers": [{"stream", "name", "pending", "ack_pending",
-                   "waiting", "redelivered", "plan"}]}]}], "others", "streams"}
-  --monitor URL    the server's monitoring endpoint (nats-server -m 8222): who is connected;
-                   without it, connections are said to be unknown
-
-` + connectHelp + `
-Exit status:
+`,
+	exits: `Exit status:
   0  read
   1  the catalogue has errors
   2  meshc could not run: a bad flag, DIR is not a catalogue, the bus or the monitoring
      endpoint cannot be reached
-`
+`,
+	run: runStatus,
+}
 
 func runStatus(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), statusHelp) }
-	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(status.Formats...), ", "), output.Names(status.Formats...)...)
-	monitor := fs.String("monitor", "", "the server's monitoring endpoint `URL`: who is connected")
+	formatName := choice(fs, "format", "text", `text: machine by machine; json: {"bus", "connections", "machines": [{"name", "agent", "modules": [{"user", "module", "connected", "connections", "consumers": [{"stream", "name", "pending", "ack_pending", "waiting", "redelivered", "plan"}]}]}], "others", "streams"}`, output.Names(status.Formats...)...)
+	monitor := fs.String("monitor", "", "the server's monitoring endpoint's `URL` (nats-server -m 8222): who is connected; without it, connections are said to be unknown")
 	var conn connectFlags
 	conn.register(fs)
 	rest, exit, done := parseArgs(fs, args, inv)

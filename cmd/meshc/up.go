@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,9 +18,12 @@ import (
 	"github.com/meshc-dev/meshc/up"
 )
 
-const upHelp = `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]
-
-Runs the catalogue in DIR (default: the current directory) on an embedded NATS server with
+var upCommand = command{
+	name:    "up",
+	summary: "run the catalogue on an embedded NATS server, nothing installed",
+	usage: `Usage: meshc up [DIR] [--once] [--state DIR] [--port N]
+`,
+	help: `Runs the catalogue in DIR (default: the current directory) on an embedded NATS server with
 JetStream, on 127.0.0.1, with nothing installed:
 
   1. mints a development password for every bus user, kept in STATE/dev-credentials.yaml
@@ -40,20 +42,17 @@ With --once it applies, proves a sample flow (a module emits an event, the strea
 the consuming module's own consumer delivers it and the ack is accepted, with the permissions
 alone), checks a second apply has nothing to change, and exits.
 
-Flags:
-  --once        apply, prove a sample flow, and exit
-  --state DIR   where the server's store, its configuration and the development credentials
-                live (default DIR/.meshc; keep it out of git)
-  --port N      the client port (default 0: a free one, printed)
-
 One meshc up per state directory: a second is refused, naming the first's PID. The state
 directory gets a .gitignore of its own, so nothing in it is ever committed. Ctrl-C stops meshc
 up at any step, start-up and --once included.
 
-Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the flow failed;
+`,
+	exits: `Exit status: 0 up (or, with --once, proven); 1 the catalogue has errors or the flow failed;
 2 meshc could not run (bad flags, DIR is not a catalogue, the server would not start, the state
 directory is in use, interrupted before --once finished).
-`
+`,
+	run: runUp,
+}
 
 func runUp(inv *invocation, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -65,10 +64,9 @@ func runUp(inv *invocation, args []string) int {
 func runUpUntil(ctx context.Context, inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), upHelp) }
 	once := fs.Bool("once", false, "apply, prove a sample flow, and exit")
-	stateDir := fs.String("state", "", "the state `DIR` (default DIR/.meshc)")
-	port := fs.Int("port", 0, "the client `port` (0: a free one)")
+	stateDir := fs.String("state", "", "where the server's store, its configuration and the development credentials live: a `DIR` (default DIR/.meshc; keep it out of git)")
+	port := fs.Int("port", 0, "the client port (default 0: a free one, printed)")
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,10 +19,13 @@ import (
 	"github.com/meshc-dev/meshc/verify"
 )
 
-var verifyHelp = `Usage: meshc verify [DIR] [--format text|json|sarif] [-o GOLDEN] [--sample N]
+var verifyCommand = command{
+	name:    "verify",
+	summary: "prove least privilege on a real server: the golden files on a throwaway one, or a live bus",
+	usage: `Usage: meshc verify [DIR] [--format text|json|sarif] [-o GOLDEN] [--sample N]
        meshc verify [DIR] --credentials DIR --server URL [connection flags]
-
-Proves the least privilege of the catalogue in DIR (default: the current directory) on a real
+`,
+	help: `Proves the least privilege of the catalogue in DIR (default: the current directory) on a real
 nats-server. The catalogue says what each principal may do; the golden files, as committed, are
 what the server enforces. meshc verify starts a throwaway nats-server (embedded, 127.0.0.1, a
 temporary store) on DIR/golden — accounts.conf, or claims.json with auth: operator — applies
@@ -51,31 +53,15 @@ are not tried, since they would reach live code. In operator mode the CI secrets
 operator's signing key) prove no principal: a user's credentials are signed by its own scoped
 key, which meshc mint hands out and never keeps; give the users' .creds (meshc mint --out DIR).
 
-Flags:
-  --format FORMAT  text (default): what each class tried, each failure as file:line: error:
-                   class: message, then a count; json: {"target", "principals", "classes",
-                   "failures": [{"class", "principal", "subject", "grant", "file", "line",
-                   "message"}]}; sarif: SARIF 2.1.0, a failure an alert at its golden line
-  -o GOLDEN        the golden directory to prove (default DIR/golden)
-  --sample N       tries each principal makes of other principals' subjects, and victims each
-                   attack tries (default 256)
-  --credentials DIR  prove the live bus --server names, as the principals whose credentials
-                   DIR holds: USER.json (a NATS CLI context) or USER.creds, one per principal
-` + verifyConnectHelp + `
-Exit status:
+`,
+	exits: `Exit status:
   0  every try was answered as the catalogue calls for
   1  a failure, or the catalogue has errors
   2  meshc could not prove: a bad flag, DIR is not a catalogue, a golden file is missing, the
      server cannot start or be reached
-`
-
-// verifyConnectHelp is the connection flags verify takes: where the bus is and how to reach it;
-// who to be comes from --credentials.
-const verifyConnectHelp = `  -s, --server URL  the live bus to prove                         $NATS_URL
-  --tlscert, --tlskey, --tlsca FILE   client certificate, key, CA
-  --tlsfirst        TLS before the INFO handshake
-  --timeout DURATION  connecting and each request (default 5s)
-`
+`,
+	run: runVerify,
+}
 
 // verifyClasses lists the proof's classes for the help text, from the table the SARIF rules
 // are written from.
@@ -98,11 +84,10 @@ var verifyClasses = func() string {
 func runVerify(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), verifyHelp) }
-	formatName := choice(fs, "format", "text", "output `format`: "+strings.Join(output.Names(verify.Formats...), ", "), output.Names(verify.Formats...)...)
-	goldenDir := fs.String("o", "", "the golden `DIR` to prove")
-	sample := fs.Int("sample", 256, "tries of other principals' subjects per principal, and victims per attack")
-	creds := fs.String("credentials", "", "prove the live bus as the principals whose credentials `DIR` holds (USER.json, USER.creds)")
+	formatName := choice(fs, "format", "text", `text: what each class tried, each failure as file:line: error: class: message, then a count; json: {"target", "principals", "classes", "failures": [{"class", "principal", "subject", "grant", "file", "line", "message"}]}; sarif: SARIF 2.1.0, a failure an alert at its golden line`, output.Names(verify.Formats...)...)
+	goldenDir := fs.String("o", "", "the `GOLDEN` directory to prove (default DIR/golden)")
+	sample := fs.Int("sample", 256, "tries each principal makes of other principals' subjects, and victims each attack tries")
+	creds := fs.String("credentials", "", "prove the live bus --server names, as the principals whose credentials `DIR` holds: USER.json (a NATS CLI context) or USER.creds, one per principal")
 	var conn connectFlags
 	conn.registerWhere(fs)
 	rest, exit, done := parseArgs(fs, args, inv)

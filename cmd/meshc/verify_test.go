@@ -233,14 +233,14 @@ func TestTheActionVerifiesWhenAsked(t *testing.T) {
 	}
 }
 
-// The README's table of verify's classes is rendered from verify.Classes, the table that also
-// drives verify's help and its SARIF rules.
-func TestREADMEVerifyClassesMatchTheClasses(t *testing.T) {
-	const begin, end = "<!-- verify classes: generated from verify.Classes by `go test ./cmd/meshc -update-readme` -->\n", "<!-- /verify classes -->"
+// docs/commands.md's table of verify's classes is rendered from verify.Classes, the table that
+// also drives verify's help and its SARIF rules.
+func TestTheCommandsPagesVerifyClassesMatchTheClasses(t *testing.T) {
+	const begin, end = "<!-- verify classes: generated from verify.Classes by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /verify classes -->"
 	var b strings.Builder
 	b.WriteString("| class | tries | a failure means |\n| --- | --- | --- |\n")
 	for _, c := range verify.Classes {
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.ID, strings.ReplaceAll(c.Summary, "|", `\|`), strings.ReplaceAll(c.Why, "|", `\|`))
 	}
-	generatedInREADME(t, begin, end, b.String(), "the README's table of verify's classes is stale; run `go test ./cmd/meshc -run TestREADMEVerify -update-readme`")
+	generatedIn(t, "docs/commands.md", begin, end, b.String(), "docs/commands.md's table of verify's classes is stale; run `go test ./cmd/meshc -run TestTheCommandsPagesVerify -update-docs`")
 }

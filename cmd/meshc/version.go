@@ -12,20 +12,24 @@ import (
 	"github.com/meshc-dev/meshc/internal/buildinfo"
 )
 
-const versionHelp = `Usage: meshc version   (or meshc --version)
-
-Prints meshc's version — the module version it was installed at, or (devel) for a build from a
+var versionCommand = command{
+	name:    "version",
+	summary: "print meshc's version, commit, Go and the embedded nats-server",
+	usage: `Usage: meshc version   (or meshc --version)
+`,
+	help: `Prints meshc's version — the module version it was installed at, or (devel) for a build from a
 working tree — the commit it was built from and whether the tree had changes ("modified"), the
 Go toolchain, and the nats-server meshc embeds (meshc up runs it). All of it is read from the
 build information Go records in the binary; a build without it (-buildvcs=false, no .git) is
 given the version and commit with -ldflags -X github.com/meshc-dev/meshc/internal/buildinfo.version=…
 and ….commit=… (README: Install).
-`
+`,
+	run: runVersion,
+}
 
 func runVersion(inv *invocation, args []string) int {
 	stdout, stderr := inv.stdout, inv.stderr
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.Usage = func() { io.WriteString(fs.Output(), versionHelp) }
 	rest, exit, done := parseArgs(fs, args, inv)
 	if done {
 		return exit

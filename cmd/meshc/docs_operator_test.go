@@ -16,25 +16,25 @@ import (
 	"github.com/meshc-dev/meshc/operator"
 )
 
-// The README's operator-mode commands, run as written: the block under its marker, line by line
+// docs/commands.md's operator-mode commands, run as written: the block under its marker, line by line
 // in bash, in the catalogue's directory, with HOME a scratch directory (so ~/mesh-secrets is
-// where the README says) — on a new catalogue, and on one that ran on passwords (hashes recorded,
+// where the page says) — on a new catalogue, and on one that ran on passwords (hashes recorded,
 // golden/accounts.conf committed), against a real nats-server process whose configuration
 // includes the operator.conf init wrote, from its own working directory (where operator.conf's
 // resolver keeps the accounts). The CI lines get their `…` from the secrets the earlier lines
 // wrote, nothing else: the first apply creates the mesh on the new bus, the one after changes
 // nothing, and a module's credentials from ~/mesh-creds connect.
-func TestTheREADMEsOperatorPath(t *testing.T) {
+func TestTheCommandsPagesOperatorPath(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a nats-server process: not in -short")
 	}
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(data), "<!-- operator path: run as written by TestTheREADMEsOperatorPath -->\n```sh\n")
+	_, after, ok := strings.Cut(string(data), "<!-- operator path: run as written by TestTheCommandsPagesOperatorPath -->\n```sh\n")
 	if !ok {
-		t.Fatal("the README has no operator path marked for this test")
+		t.Fatal("docs/commands.md has no operator path marked for this test")
 	}
 	block, _, _ := strings.Cut(after, "```")
 	var local, ci []string
@@ -48,7 +48,7 @@ func TestTheREADMEsOperatorPath(t *testing.T) {
 		}
 	}
 	if len(local) != 3 || len(ci) != 2 {
-		t.Fatalf("the README's operator path has %d local and %d CI commands; this test knows 3 and 2:\n%s", len(local), len(ci), block)
+		t.Fatalf("docs/commands.md's operator path has %d local and %d CI commands; this test knows 3 and 2:\n%s", len(local), len(ci), block)
 	}
 
 	for _, existing := range []bool{false, true} {
@@ -78,7 +78,7 @@ func TestTheREADMEsOperatorPath(t *testing.T) {
 				cmd.Env = append(os.Environ(), append([]string{"HOME=" + home}, env...)...)
 				out, err := cmd.CombinedOutput()
 				if err != nil {
-					t.Fatalf("the README's %q: %v\n%s", line, err, out)
+					t.Fatalf("docs/commands.md's %q: %v\n%s", line, err, out)
 				}
 				return string(out)
 			}
@@ -89,10 +89,10 @@ func TestTheREADMEsOperatorPath(t *testing.T) {
 				t.Error("golden/accounts.conf outlived the switch to operator mode")
 			}
 			if code, out, errs := meshc(t, "emit", "--check", dir); code != 0 {
-				t.Errorf("emit --check after the README's emit: %d\n%s%s", code, out, errs)
+				t.Errorf("emit --check after the page's emit: %d\n%s%s", code, out, errs)
 			}
 
-			// The server's host: its configuration includes operator.conf, as the README says.
+			// The server's host: its configuration includes operator.conf, as the page says.
 			host := t.TempDir()
 			secrets := filepath.Join(home, "mesh-secrets")
 			opConf, err := os.ReadFile(filepath.Join(secrets, operator.ServerConfFile))
@@ -130,7 +130,7 @@ func TestTheREADMEsOperatorPath(t *testing.T) {
 				return given.ReplaceAllStringFunc(line, func(m string) string {
 					k := strings.TrimSuffix(m, "=…")
 					if _, ok := values[k]; !ok {
-						t.Fatalf("the README's CI line names %s, which this test does not know the value of", k)
+						t.Fatalf("the page's CI line names %s, which this test does not know the value of", k)
 					}
 					return k + `="$SECRET_` + k + `"`
 				})
