@@ -71,8 +71,14 @@ func runCluster(t *testing.T, edits ...func(*server.Options)) *cluster {
 // runClusterFrom runs the cluster with each node's options starting from base(i): a node's
 // configuration file read (operator mode's trust and resolver), with the cluster's own settings
 // on top.
+//
+// A cluster's test waits out elections and stopped nodes, seconds each, so under -short (the
+// inner loop) it is skipped here, for every caller; CI runs them.
 func runClusterFrom(t *testing.T, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a cluster of servers (CI runs it)")
+	}
 	return runClusterOf(t, 3, base, edits...)
 }
 
