@@ -81,6 +81,7 @@ func ackFirst(t *testing.T, cons jetstream.Consumer, n int) {
 }
 
 func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
@@ -103,6 +104,7 @@ func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
 }
 
 func TestARealChangeShowsOnlyItsField(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
@@ -142,6 +144,7 @@ func TestARealChangeShowsOnlyItsField(t *testing.T) {
 }
 
 func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.MemoryStorage)
@@ -166,6 +169,7 @@ func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
 }
 
 func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -244,6 +248,7 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 }
 
 func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -323,6 +328,7 @@ func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, 
 // The crash loop of docs/history.md, "A control plane crash-looping on a consumer it could not
 // move", against a real server with a subscriber really bound.
 func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -385,6 +391,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 // A subscriber that binds between the read and the update: the server's 10013 is kept and said,
 // and the rest of the change is still made.
 func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -423,6 +430,7 @@ func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
 }
 
 func TestAnUnboundPushConsumerMoves(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -449,6 +457,7 @@ func TestAnUnboundPushConsumerMoves(t *testing.T) {
 }
 
 func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -489,6 +498,7 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 }
 
 func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
+	t.Parallel()
 	race := &jetstream.APIError{Code: 500, ErrorCode: 10012,
 		Description: "rename /s/jetstream/$G/streams/EVENTS/obs/c/o.dat.tmp /s/jetstream/$G/streams/EVENTS/obs/c/o.dat: no such file or directory"}
 	if !stillDeleting(race) {
@@ -506,6 +516,7 @@ func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
 }
 
 func TestRetryableIsNATSFactsListOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -530,6 +541,7 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 }
 
 func TestRetryBacksOffAndGivesUp(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	start := time.Now()
 	err := retry(t.Context(), time.Second, func(context.Context) error {
