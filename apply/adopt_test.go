@@ -28,6 +28,7 @@ func eventsOf(plan *compiler.Plan) jetstream.StreamConfig {
 // month of history. An ordinary apply would have rewritten it to the plan's settings. It is adopted
 // only with --adopt, and the plan says so.
 func TestAnUnmarkedStreamThePlanNamesIsAdoptedOnlyWhenAsked(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	theirs := eventsOf(b.plan)
@@ -66,6 +67,7 @@ func TestAnUnmarkedStreamThePlanNamesIsAdoptedOnlyWhenAsked(t *testing.T) {
 // A stream another mesh marked is never changed, whatever the flags: not the stream, not its
 // mark, and no consumer is made on it.
 func TestAStreamAnotherMeshMarkedIsNeverChanged(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	theirs := eventsOf(b.plan)
@@ -103,6 +105,7 @@ func withCatalogue(p *compiler.Plan, id string) *compiler.Plan {
 // flags; what is marked by the mesh's name alone (an older meshc) is this catalogue's, and its
 // mark gains the id on the next update.
 func TestTwoCataloguesOfOneMeshNameNeverTakeEachOthersObjects(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	a := withCatalogue(b.plan, "catalogue-a")

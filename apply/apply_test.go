@@ -83,6 +83,7 @@ func ackFirst(t *testing.T, cons jetstream.Consumer, n int) {
 }
 
 func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
@@ -105,6 +106,7 @@ func TestABusHoldingThePlanShowsNothingToChange(t *testing.T) {
 }
 
 func TestARealChangeShowsOnlyItsField(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)
@@ -144,6 +146,7 @@ func TestARealChangeShowsOnlyItsField(t *testing.T) {
 }
 
 func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.MemoryStorage)
@@ -168,6 +171,7 @@ func TestAnExistingConsumersStartIsCarriedAcross(t *testing.T) {
 }
 
 func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -246,6 +250,7 @@ func TestReplaceIsRefusedWithoutAllowReplaceAndDoneWithIt(t *testing.T) {
 }
 
 func TestPruneAndAStreamHoldingMessagesIsProtected(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -325,6 +330,7 @@ func oldNodeConsumer(t *testing.T, js jetstream.JetStream, plan *compiler.Plan, 
 // The crash loop of docs/history.md, "A control plane crash-looping on a consumer it could not
 // move", against a real server with a subscriber really bound.
 func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -387,6 +393,7 @@ func TestABoundPushConsumerKeepsItsSubjectAndStillDelivers(t *testing.T) {
 // A subscriber that binds between the read and the update: the server's 10013 is kept and said,
 // and the rest of the change is still made.
 func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -425,6 +432,7 @@ func TestASubscriberBoundAfterTheReadIsKeptAtApply(t *testing.T) {
 }
 
 func TestAnUnboundPushConsumerMoves(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -451,6 +459,7 @@ func TestAnUnboundPushConsumerMoves(t *testing.T) {
 }
 
 func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	ctx := t.Context()
@@ -491,6 +500,7 @@ func TestReadingManyConsumersCostsAHandfulOfRequests(t *testing.T) {
 }
 
 func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
+	t.Parallel()
 	race := &jetstream.APIError{Code: 500, ErrorCode: 10012,
 		Description: "rename /s/jetstream/$G/streams/EVENTS/obs/c/o.dat.tmp /s/jetstream/$G/streams/EVENTS/obs/c/o.dat: no such file or directory"}
 	if !wire.StillDeleting(race) {
@@ -508,6 +518,7 @@ func TestStillDeletingIsTheStoresRenameRaceOnly(t *testing.T) {
 }
 
 func TestRetryableIsNATSFactsListOnly(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -532,6 +543,7 @@ func TestRetryableIsNATSFactsListOnly(t *testing.T) {
 }
 
 func TestRetryBacksOffAndGivesUp(t *testing.T) {
+	t.Parallel()
 	calls := 0
 	start := time.Now()
 	err := wire.Retry(t.Context(), time.Second, func(context.Context) error {

@@ -23,6 +23,7 @@ import (
 // messages and how many (7 of 9); apply refuses it without --allow-discard and changes nothing;
 // with it, the stream keeps 2.
 func TestALoweredLimitIsRefusedWithoutAllowDiscard(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
@@ -77,6 +78,7 @@ func held(t *testing.T, b *meshBus, stream string) uint64 {
 // mesh-controller, with the grants the emitted accounts file gives it (another application in
 // the mesh's account makes and changes the streams).
 func TestTheDropsThePlanCountsAreTheServers(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	js := b.other
 	ctx := t.Context()

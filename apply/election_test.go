@@ -71,6 +71,7 @@ func TestTheLockOfATwoNodeCluster(t *testing.T) {
 // steering an answer there — would otherwise hold every apply off for the year. A record an apply
 // wrote still holds, however its holder's clock differs by a few minutes.
 func TestALockRecordClaimingAYearIsNotHeld(t *testing.T) {
+	t.Parallel()
 	_, js := connect(t, runServer(t).ClientURL())
 	kv, err := wire.StateBucket(t.Context(), js)
 	if err != nil {

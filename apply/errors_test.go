@@ -48,6 +48,7 @@ accounts {
 }`
 
 func TestErrorsSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	s := runConfigured(t, accounts)
 	quick := wire.ReadOptions{RequestTimeout: 300 * time.Millisecond, RetryFor: 700 * time.Millisecond}
 
@@ -118,6 +119,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 }
 
 func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
+	t.Parallel()
 	s := natstest.Start(t, &server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	nc, js := connect(t, s.ClientURL())
 
@@ -134,6 +136,7 @@ func TestAServerWithoutJetStreamIsSaidSo(t *testing.T) {
 }
 
 func TestAFatalServerRefusalIsNotRetriedAndNamesTheObject(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	_, js := connect(t, s.ClientURL())
 	ctx := t.Context()

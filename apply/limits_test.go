@@ -43,6 +43,7 @@ func withoutLimits(p *compiler.Plan) *compiler.Plan {
 // Then CONTROL keeps each subject's newest messages up to its cap, and the seat's queue all its
 // work.
 func TestAnExistingBusTakesTheLimitsAsUpdates(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	nc, js := connect(t, s.ClientURL())
 	plan := compilertest.MeshPlan(1, jetstream.FileStorage)

@@ -39,6 +39,7 @@ func applyLocked(t *testing.T, ctl *controllerConn, plan *compiler.Plan, holder 
 // Two applies of two catalogues at the same moment, as mesh-controller: one waits for the
 // other, so the bus ends as exactly one of them and holds nothing of a half-done other.
 func TestTwoAppliesAtOnceEndAsOneOfThem(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	planA := b.plan
 	planB := clonePlanUsers(planA)
@@ -80,6 +81,7 @@ func TestTwoAppliesAtOnceEndAsOneOfThem(t *testing.T) {
 // A held lock turns a second apply away once its wait is over, naming the holder; released, it
 // is free again; broken, it says whose it was, and the holder learns at its next renewal.
 func TestTheLockNamesItsHolderAndCanBeBroken(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	ctl := b.controller
@@ -124,6 +126,7 @@ func TestTheLockNamesItsHolderAndCanBeBroken(t *testing.T) {
 // A holder that dies (its connection gone, nothing released) stops renewing, and its lock
 // expires: the next apply gets it without anybody breaking it.
 func TestACrashedHoldersLockExpires(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	crashing := b.connectController(t)
@@ -164,6 +167,7 @@ func requireStateBucketUnmanaged(t *testing.T, b *meshBus) {
 // of the TTL later, when two applies both believed they held the bus): broken with
 // --break-lock, gone with its bucket, or taken over by an apply whose clock said it had expired.
 func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name string
 		lose func(t *testing.T, b *meshBus)
@@ -236,6 +240,7 @@ func TestAWriteAfterTheLockIsLostIsNotMade(t *testing.T) {
 // A user who may use the JetStream API but not write the bucket's keys is refused before the
 // bucket is made, and leaves no empty bucket behind.
 func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t, func(o *server.Options) {
 		o.Users = []*server.User{
 			{Username: "ctl", Password: "pw", Permissions: &server.Permissions{
@@ -265,6 +270,7 @@ func TestAUserWithoutTheBucketGrantLeavesNoBucket(t *testing.T) {
 
 // A holder's text is whoever wrote it: printed, it cannot move a terminal's cursor.
 func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
+	t.Parallel()
 	h := wire.LockHolder{Holder: "ci\x1b[2J\x1b[Hall clear\n", Started: time.Now(), Expires: time.Now().Add(time.Minute)}
 	for _, s := range []string{h.String(), (&wire.LockedError{By: h}).Error()} {
 		if strings.ContainsAny(s, "\x1b\n") || !strings.Contains(s, `ci\x1b[2J`) {
@@ -277,6 +283,7 @@ func TestALockHoldersTextIsPrintedSafely(t *testing.T) {
 // exists: made a moment before by another apply, the bucket refuses it, where a plain write would
 // have put an empty record over the lock its holder had just taken.
 func TestTheBucketProbeWritesNothingIntoABucketThatExists(t *testing.T) {
+	t.Parallel()
 	s := runServer(t)
 	_, js := connect(t, s.ClientURL())
 	held, err := wire.AcquireLock(t.Context(), js, wire.LockOptions{Holder: "the first apply"})

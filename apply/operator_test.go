@@ -260,6 +260,7 @@ func waitAnswered(t *testing.T, nc *nats.Conn, subject, want string) {
 // offer, and an account signed by a key the servers do not trust, are both stored, and the probe
 // says each is not working.
 func TestTheProbeCatchesWhatTheResolverStores(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -293,6 +294,7 @@ func TestTheProbeCatchesWhatTheResolverStores(t *testing.T) {
 // A push deletes the accounts of this mesh the catalogue no longer has, and no other: an account
 // of another tenant on the same resolver carries no tag of this mesh, and stays.
 func TestDeletesOnlyTheMeshsOwnDroppedAccounts(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -332,6 +334,7 @@ func TestDeletesOnlyTheMeshsOwnDroppedAccounts(t *testing.T) {
 // Reading pushes nothing: a fresh resolver's read says every account is to be created, and the
 // resolver still holds none of them.
 func TestReadingTheResolverPushesNothing(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -356,6 +359,7 @@ func TestReadingTheResolverPushesNothing(t *testing.T) {
 // The system user meshc issues for CI may make a push's requests and nothing else of $SYS: a
 // leaked secret reads no server's statistics or connections' events and reloads nothing.
 func TestTheSystemUserMayOnlyPush(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	violations := make(chan error, 8)

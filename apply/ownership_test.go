@@ -174,6 +174,7 @@ func (b *meshBus) connectController(t *testing.T) *controllerConn {
 // and a consumer another team added to EVENTS. What meshc did make and the plan dropped is
 // pruned; what the plan names but meshc did not mark is adopted.
 func TestPruneTouchesOnlyWhatTheMeshMarked(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	ctx := t.Context()
 	plan := b.plan

@@ -59,6 +59,7 @@ func requireTakesMessages(t *testing.T, b *meshBus, stream string, subjects []st
 // published before the delete. The server decides: the stream takes nothing once parked, holds
 // five, and is given its subjects back, not deleted.
 func TestAStreamThatReceivedMessagesAfterThePlanIsNotPruned(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	retiredStream(t, b)
 	cs := diffNow(t, b.controller.nc, b.plan, change.DiffOptions{Prune: true})
@@ -78,6 +79,7 @@ func TestAStreamThatReceivedMessagesAfterThePlanIsNotPruned(t *testing.T) {
 // The same for a replace: the plan saw an empty stream, messages arrived, and the stream is
 // neither deleted nor changed.
 func TestAStreamThatReceivedMessagesAfterThePlanIsNotReplaced(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	if _, _, err := converge(t, b.controller.nc, b.controller.js, b.plan, change.DiffOptions{}, Options{}); err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func TestAStreamThatReceivedMessagesAfterThePlanIsNotReplaced(t *testing.T) {
 // An apply stopped between parking a stream and deleting it leaves the stream taking nothing.
 // The next plan says so, and apply gives it its subjects back (or, pruning, deletes it).
 func TestAStreamLeftParkedIsGivenItsSubjectsBack(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	retiredStream(t, b)
 	stopped := errors.New("killed")

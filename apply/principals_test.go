@@ -106,6 +106,7 @@ func (m *opMesh) dropBob() (key string) {
 // refusal naming the key the servers hold it under and the streams that live there, before
 // anything is pushed or deleted: the old account and its streams stay as they were.
 func TestAReKeyedMeshAccountIsRefusedNotDeleted(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -135,6 +136,7 @@ func TestAReKeyedMeshAccountIsRefusedNotDeleted(t *testing.T) {
 // removed: an account this catalogue has that the other's tag marks is a refusal, and one it does
 // not have is left alone.
 func TestAnotherCataloguesAccountsAreNeverTouched(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -230,6 +232,7 @@ func TestAnAccountRemovedWithANodeDownStaysRevoked(t *testing.T) {
 // An apply that waits on another's lock and gives up has pushed nothing: the accounts the
 // resolver holds are the versions the other apply left.
 func TestAnApplyWaitingOnTheLockPushesNothing(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -262,6 +265,7 @@ func TestAnApplyWaitingOnTheLockPushesNothing(t *testing.T) {
 // A refused apply changes nothing: an account the catalogue dropped is not revoked, and its user
 // stays connected; the stream change that needed a flag is not made.
 func TestARefusedApplyLeavesADroppedAccountAndItsUser(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -293,6 +297,7 @@ func TestARefusedApplyLeavesADroppedAccountAndItsUser(t *testing.T) {
 // (the resolver stores it unconditionally) is seen: the plan says rolled back, and the apply
 // pushes the catalogue's again.
 func TestARolledBackAccountIsSaidAndPushedAgain(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())
@@ -336,6 +341,7 @@ func jwtIssuedAt(t *testing.T, token string) int64 {
 
 // The plan's JSON carries the users and accounts: bob gaining a tool is his account's change.
 func TestAnAccountChangeIsInThePlansJSON(t *testing.T) {
+	t.Parallel()
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "")
 	sys := m.system(t, s.ClientURL())

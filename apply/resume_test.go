@@ -118,6 +118,7 @@ func resumePoints(t *testing.T, b *meshBus) map[string]change.ResumePoint {
 // An apply killed between a replaced consumer's delete and its create: the rerun finds where
 // the replacement starts on the bus and delivers nothing acknowledged again.
 func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := replaceable(t, b)
 
@@ -157,6 +158,7 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 // The server goes away between the delete and the create for longer than apply retries; the
 // rerun against the restarted server resumes the consumer where it was.
 func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := replaceable(t, b)
 
@@ -181,6 +183,7 @@ func TestAReplaceOutlastedByAStoppedServerResumesOnTheRerun(t *testing.T) {
 // leaves the point behind: the rerun's plan says it is stale, apply removes it, and it never
 // starts anything.
 func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterCreate = stop })
 
@@ -207,6 +210,7 @@ func TestAResumePointLeftBehindIsStaleAndRemoved(t *testing.T) {
 // again: the new stream's consumer starts at the beginning of the new stream, whatever sequence the
 // old one had reached, so what arrives next is delivered.
 func TestAPointLeftBehindNeverStartsAConsumerOnANewStream(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterCreate = stop })
 	if err := b.other.DeleteStream(t.Context(), compiler.EventsStream); err != nil {
@@ -271,6 +275,7 @@ func publishFive(t *testing.T, b *meshBus, consumer string) jetstream.Consumer {
 // The point of a consumer the plan no longer has (removed, or renamed) is stale: listed by the
 // plan and removed by apply, never left to start a consumer of that name one day.
 func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := stoppedReplace(t, b, func(o *Options, stop func(change.Change) error) { o.AfterDelete = stop })
 	renamed := clonePlanUsers(plan)
@@ -299,6 +304,7 @@ func TestTheResumePointOfAConsumerThePlanDroppedIsRemoved(t *testing.T) {
 // 128 KiB the server takes: the next replace records its point in the same edit that removes
 // them, so it fits, where recording first and cleaning last was refused on every rerun.
 func TestStalePointsAreRemovedBeforeARoundRecords(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	consumer, plan := replaceable(t, b)
 	ctx := t.Context()

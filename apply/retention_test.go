@@ -12,6 +12,7 @@ import (
 // The retention rule's reason (lint --against): a lowered limit is applied in place and the
 // server drops what the stream holds beyond it at once, asking nobody.
 func TestALoweredLimitDropsWhatTheStreamHeldBeyondIt(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t)
 	nc, js := connect(t, s.ClientURL())
 	defer nc.Close()

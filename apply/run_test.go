@@ -24,6 +24,7 @@ import (
 // time (nothing to change); a change that needs a flag is a refusal (meshc apply's exit 1), with
 // nothing written; and the server refused mesh-controller nothing throughout.
 func TestARunDecidesEveryRefusalBeforeItWrites(t *testing.T) {
+	t.Parallel()
 	b := startMeshBus(t)
 	bus, err := wire.Connect(wire.Endpoint{URL: b.url, User: compiler.ControllerUser, Options: []nats.Option{
 		nats.UserInfo(compiler.ControllerUser, b.passwords[compiler.ControllerUser]),

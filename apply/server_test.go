@@ -77,8 +77,16 @@ func runClusterFrom(t *testing.T, base func(i int) *server.Options, edits ...fun
 }
 
 // runClusterOf is runClusterFrom with n nodes.
+//
+// A cluster's test waits out elections and stopped nodes, seconds each, so under -short (the
+// inner loop) it is skipped here, for every caller; CI runs them. They take ports found free
+// before the servers listen on them, so they are never made parallel: Go runs them before the
+// package's parallel tests resume.
 func runClusterOf(t *testing.T, n int, base func(i int) *server.Options, edits ...func(*server.Options)) *cluster {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a cluster of servers (CI runs it)")
+	}
 	ports := freePorts(t, 2*n)
 	dir := t.TempDir()
 	c := &cluster{t: t, base: base, edits: edits}

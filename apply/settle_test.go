@@ -106,6 +106,7 @@ func (f *replacedFlow) replacing(maxWaiting int) *compiler.Plan {
 // it was and delivering. Once the first is acknowledged the replace goes through and delivers
 // nothing acknowledged again.
 func TestAReplaceThatWouldDeliverAcknowledgedMessagesAgainIsRefused(t *testing.T) {
+	t.Parallel()
 	f := startReplacedFlow(t)
 	ctx := t.Context()
 	for n := range 6 {
@@ -177,6 +178,7 @@ func TestAReplaceThatWouldDeliverAcknowledgedMessagesAgainIsRefused(t *testing.T
 // consumer is replaced three times: no message the server confirmed acknowledged is delivered
 // again, and every message published is delivered.
 func TestAReplaceUnderSteadyTrafficDeliversNothingAcknowledgedAgain(t *testing.T) {
+	t.Parallel()
 	f := startReplacedFlow(t)
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
@@ -265,6 +267,7 @@ func TestAReplaceUnderSteadyTrafficDeliversNothingAcknowledgedAgain(t *testing.T
 // A consumer replace needs a pause, which nats-server 2.11 brought: on an older server it is
 // refused before anything is written, naming the version, whatever the flags.
 func TestAReplaceOnAServerWithoutPauseIsRefused(t *testing.T) {
+	t.Parallel()
 	cs := change.Changes{Items: []change.Change{{Action: change.Replace, Kind: change.KindConsumer, Stream: "EVENTS", Consumer: "anchor_catalog",
 		Fields: []change.Field{{Name: "max_waiting", Old: "512", New: "100", Replaces: true}}}}}
 	err := Refusals(cs, Options{AllowReplace: true, ServerVersion: "2.10.29"})

@@ -76,6 +76,7 @@ func newPKI(t *testing.T) pki {
 // controller's connection both go through meshc's TLS settings — the flags' CA, certificate and
 // key, and a context file's — and without the CA the connection is refused, saying why.
 func TestOperatorModeOverTLS(t *testing.T) {
+	t.Parallel()
 	p := newPKI(t)
 	m := newOpMesh(t)
 	s := runOperatorServer(t, m, "tls {\n  cert_file: \""+p.serverCert+"\"\n  key_file: \""+p.serverKey+"\"\n  ca_file: \""+p.ca+"\"\n  verify: true\n}\n")

@@ -201,6 +201,11 @@ func listAll(ctx context.Context, nc *nats.Conn) (int, error) {
 			return 0, err
 		}
 		for _, s := range p.Streams {
+			// apply's own bucket, which the bus's start leaves (up.Start applies under the lock),
+			// is not the plan's: listed, like every stream, but not counted.
+			if s.Config.Name == "KV_"+compiler.ApplyBucket {
+				continue
+			}
 			streams = append(streams, s.Config.Name)
 		}
 		offset += len(p.Streams)

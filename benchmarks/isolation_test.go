@@ -26,13 +26,15 @@ import (
 // clients connected adds their password checks, BenchmarkReload). The CPU time of the load and of
 // each reload is reported beside the wall time: on a shared machine it is the steadier figure.
 //
-//	go test ./benchmarks -run '^$' -bench IsolatedReload -benchtime 3x -timeout 30m
+// CI's one run takes 1,000 modules; MESHC_BENCH_FULL=1 adds 10,000:
+//
+//	MESHC_BENCH_FULL=1 go test ./benchmarks -run '^$' -bench IsolatedReload -benchtime 3x -timeout 30m
 func BenchmarkIsolatedReload(b *testing.B) {
 	hash, err := bcrypt.GenerateFromPassword([]byte("secret"), bcrypt.MinCost)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, n := range []int{1000, 10000} {
+	for _, n := range andFull([]int{1000}, 10000) {
 		for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
 			b.Run(fmt.Sprintf("modules=%d/%s", n, isolation), func(b *testing.B) {
 				plan := isolatedPlan(b, n, isolation)

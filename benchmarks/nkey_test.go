@@ -33,10 +33,12 @@ import (
 // iteration is one reload, timed from SIGHUP to the server's /varz reporting the new load; a
 // client connecting again and again while the reload runs measures the longest a newcomer waits.
 //
-//	go test ./benchmarks -run '^$' -bench NKeyVersusBcrypt -benchtime 3x -timeout 60m
+// CI's one run takes 1,000 clients; MESHC_BENCH_FULL=1 adds 10,000:
+//
+//	MESHC_BENCH_FULL=1 go test ./benchmarks -run '^$' -bench NKeyVersusBcrypt -benchtime 3x -timeout 60m
 func BenchmarkNKeyVersusBcrypt(b *testing.B) {
 	bin := natsServerBinary(b)
-	for _, clients := range []int{1000, 10000} {
+	for _, clients := range andFull([]int{1000}, 10000) {
 		for _, auth := range []string{catalogue.AuthNKey, "bcrypt-cost6"} {
 			b.Run(fmt.Sprintf("clients=%d/%s", clients, auth), func(b *testing.B) {
 				benchAuth(b, bin, clients, auth == catalogue.AuthNKey)

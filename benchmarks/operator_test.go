@@ -85,9 +85,11 @@ func newOpFixture(b *testing.B, n int, isolation string) *opFixture {
 // apply does before its first push. It reports the largest JWT against the server's 1 MiB cap,
 // in both isolations (one shared account holds every user's grants as its signing keys' scopes).
 //
-//	go test ./benchmarks -run '^$' -bench OperatorClaims -benchtime 3x
+// CI's one run takes 1,000 modules; MESHC_BENCH_FULL=1 adds 10,000:
+//
+//	MESHC_BENCH_FULL=1 go test ./benchmarks -run '^$' -bench OperatorClaims -benchtime 3x
 func BenchmarkOperatorClaims(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	for _, n := range andFull([]int{1000}, 10000) {
 		for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
 			b.Run(fmt.Sprintf("modules=%d/%s", n, isolation), func(b *testing.B) {
 				f := newOpFixture(b, n, isolation)

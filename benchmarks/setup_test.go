@@ -23,9 +23,10 @@ import (
 const seed = 1
 
 // fullSizesVar turns on the sizes CI leaves out: set to 1, the pipeline, memory and --against
-// benchmarks also run at 100,000 modules (BENCHMARKS.md gives the command). CI runs every
-// benchmark once and must stay near ten minutes, and a 100,000-file catalogue alone takes tens of
-// seconds to write and load.
+// benchmarks also run at 100,000 modules (BENCHMARKS.md gives the command), the pathological
+// shapes at 100,000 entries, and the reload, nkey, operator-claims and operator-change benchmarks
+// at 10,000 and verify at 1,000 modules (andFull). CI runs every benchmark once to prove it still
+// runs, and a 100,000-file catalogue alone takes tens of seconds to write and load.
 const fullSizesVar = "MESHC_BENCH_FULL"
 
 // catalogueSizes is the module counts the pipeline, memory and --against benchmarks run at:
@@ -36,6 +37,15 @@ func catalogueSizes(small ...int) []int {
 		sizes = append(sizes, 100_000)
 	}
 	return sizes
+}
+
+// andFull is small, with full after it when fullSizesVar is set: the sizes that take minutes each
+// (a 10,000-client reload, a 1,000-module proof) stay out of CI's one run of every benchmark.
+func andFull(small []int, full ...int) []int {
+	if os.Getenv(fullSizesVar) == "1" {
+		return append(small, full...)
+	}
+	return small
 }
 
 // writeCatalogue writes a synthetic catalogue of n modules into a fresh directory.

@@ -20,13 +20,16 @@ import (
 // be the server's Permissions Violation, nothing may arrive at the thief, and the victim's
 // consumer must not have delivered anything.
 func TestNoPrincipalStealsAnotherConsumersMessagesThroughAnAck(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		for _, flags := range []string{"", "feature_flags {\n  js_ack_fc_v2: true\n}\n"} {
 			name := isolation + "/v1 acks"
 			if flags != "" {
 				name = isolation + "/js_ack_fc_v2"
 			}
-			t.Run(name, func(t *testing.T) { proveNoAckSteal(t, startBus(t, "testdata/proof.txtar", flags, isolation)) })
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				proveNoAckSteal(t, startBus(t, "testdata/proof.txtar", flags, isolation))
+			})
 		}
 	}
 }

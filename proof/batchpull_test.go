@@ -12,8 +12,9 @@ import (
 // and strands the rest until AckWait (docs/nats.md, "Traps"). Proven as the module's own user, with
 // a batch of three, in both isolations.
 func TestABatchPullDeliversTheWholeBatch(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/proof.txtar", "", isolation)
 			catalog := b.connect(t, "mod.anchor.catalog")
 			notifier := b.connect(t, "mod.laptop.notifier")

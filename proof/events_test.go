@@ -18,8 +18,9 @@ import (
 // now holds every subject at its cap, so loud's flood drops only loud's own oldest. Both
 // isolations, on the defaults but for the stream's size.
 func TestAnEmitterWithinItsCapsKeepsOthersEvents(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/events-share.txtar", "", isolation)
 			i := slices.IndexFunc(b.plan.Streams, func(s compiler.Stream) bool { return s.Config.Name == compiler.EventsStream })
 			events := b.plan.Streams[i].Config

@@ -31,8 +31,9 @@ import (
 // machine holding only an enrolment token stored 200 × 512 KiB in CONTROL, and every flood below
 // went as far as it was sent.
 func TestAFloodIsCutOffByALimit(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			// The server itself would take 8 MiB messages, so what stops a larger one than 1 MiB
 			// is the account's limit, not the server's default.
 			b := startBus(t, "testdata/proof.txtar", "max_payload: 8MB\n", isolation)

@@ -22,8 +22,9 @@ import (
 // the requests is a Permissions Violation in either mode: permissions cannot see a reply subject,
 // which is the hole.
 func TestInjections(t *testing.T) {
-	for _, mode := range modes {
+	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			lands := !strings.HasPrefix(mode, catalogue.IsolationPerModule)
 			b := startBus(t, "testdata/proof.txtar", "", mode)
 
@@ -172,8 +173,9 @@ func (c *client) streamMessages(t *testing.T, stream string) uint64 {
 // with the server's own "JetStream not enabled". In one account every user shares the JetStream
 // account, and it lands (TestInjections has worse).
 func TestAColluderCannotReadTheMeshAccountsUsageThroughAPerson(t *testing.T) {
-	for _, mode := range modes {
+	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/proof.txtar", "", mode)
 			server := b.connect(t, "serve.anchor.catalog")
 			usage := make(chan string, 4)

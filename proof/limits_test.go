@@ -17,8 +17,9 @@ import (
 // stream that needs the most. Proven as mesh-controller, the only user with the JetStream API, in
 // both isolations.
 func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/account-limits.txtar", "", isolation)
 			js := b.connect(t, "mesh-controller").js
 			ctx := t.Context()
@@ -53,8 +54,9 @@ func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
 // user of every mode connects (the whole proof runs so). One just under the line is refused by
 // its permissions, as any other, and the connection stays.
 func TestASubjectLongerThanTheControlLineClosesTheConnection(t *testing.T) {
-	for _, mode := range modes {
+	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/proof.txtar", "", mode)
 			under := "mesh.mod.catalog.event." + strings.Repeat("u", compiler.MaxControlLine-100)
 			c := b.connect(t, "mod.anchor.catalog")

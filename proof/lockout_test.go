@@ -19,8 +19,9 @@ import (
 // refused, which shared mode says plainly rather than closes. With an account per principal the
 // mesh's account holds the controller alone, and the same machine takes its own eight.
 func TestOnlyInOneAccountCanAnyUserLockTheControllerOut(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/proof.txtar", "", isolation)
 			pool := int(b.plan.MeshAccount().Limits.Connections)
 			if b.isolated {
@@ -81,8 +82,9 @@ func TestASiblingCanTakeItsSiblingsServingConnections(t *testing.T) {
 // keeps all it accepted. Giving each submitter a share of its own would take the submitter in the
 // work's subject, which every holder and submitter reads.
 func TestOneSubmitterFillsASeatsQueueForEveryone(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/seat-share.txtar", "", isolation)
 			const subject = "mesh.seat.mesh-build-machine.accept.build"
 			seats := catalogue.SeatsDefaults

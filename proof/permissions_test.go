@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +39,9 @@ import (
 // grants reach the server as the templates of scoped signing keys in pushed account JWTs
 // (docs/nats.md, "Operator mode").
 func TestPermissionsOnARealServer(t *testing.T) {
-	for _, mode := range modes {
+	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			proveGrantsAndRefusals(t, startBus(t, "testdata/proof.txtar", "", mode))
 		})
 	}
@@ -55,6 +57,20 @@ var (
 	// isolatedModes are the modes with an account per principal, in each auth.
 	isolatedModes = []string{catalogue.IsolationPerModule, catalogue.IsolationPerModule + nkeyMode, catalogue.IsolationPerModule + operatorMode}
 )
+
+// inLoop is the modes of all that a proof runs in: every one, or under -short (`go test -short
+// ./...`, the inner loop) the default's alone, an account per module with passwords (or the
+// first of all when it lacks that). CI runs every mode. Each mode's proof starts its own server
+// on a free port, in temporary directories of its own, so the modes run in parallel.
+func inLoop(all []string) []string {
+	if !testing.Short() {
+		return all
+	}
+	if slices.Contains(all, catalogue.IsolationPerModule) {
+		return []string{catalogue.IsolationPerModule}
+	}
+	return all[:1]
+}
 
 // operatorMode marks a mode run with auth: operator; nkeyMode one run with auth: nkey, its users
 // connecting with development nkeys.
@@ -335,8 +351,9 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 // The flag is off by default in 2.15.2 and due to become the default, so a mesh must survive the
 // day its server turns it on.
 func TestAckGrantsCoverTheNewerAckForm(t *testing.T) {
-	for _, isolation := range isolations {
+	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
+			t.Parallel()
 			proveNewerAckForm(t, startBus(t, "testdata/proof.txtar", "feature_flags {\n  js_ack_fc_v2: true\n}\n", isolation))
 		})
 	}

@@ -36,8 +36,9 @@ import (
 // chooses where the answer goes (docs/nats.md, "A requester chooses where the answer goes").
 func TestASiblingInstanceAgainstItsSiblingsConsumer(t *testing.T) {
 	for _, a := range siblingAttacks {
-		for _, isolation := range isolations {
+		for _, isolation := range inLoop(isolations) {
 			t.Run(a.name+"/"+isolation, func(t *testing.T) {
+				t.Parallel()
 				s := startSiblings(t, isolation)
 				s.isolated = isolation == catalogue.IsolationPerModule
 				lands := a.landsShared
@@ -306,8 +307,9 @@ func TestASiblingInstanceCannotWriteIntoItsSiblingsPullInbox(t *testing.T) {
 	forged := func(m *nats.Msg) {
 		m.Header = nats.Header{"Status": []string{"409"}, "Description": []string{"Consumer Deleted"}}
 	}
-	for _, mode := range modes {
+	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/instances.txtar", "", mode)
 			lands := !b.isolated
 			for _, way := range []struct {
@@ -454,8 +456,9 @@ func pullInbox(t *testing.T, b *bus, c *client) string {
 // with an account per principal; in one account the check names the mesh's account for any call
 // and believes nobody in particular.
 func TestASiblingAndAColluderCannotForgeACaller(t *testing.T) {
-	for _, mode := range isolatedModes {
+	for _, mode := range inLoop(isolatedModes) {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			b := startBus(t, "testdata/instances.txtar", "", mode)
 			ask := b.running.LocalPlan().ServedTool("mesh.mod.relay.tool.ask")
 			if ask == nil || !slices.Contains(ask.Callers, "person.bob") {

@@ -37,6 +37,7 @@ func hostileLists(t *testing.T, subject string, page func(offset int) any) *nats
 // command's time-out: a page that brings nothing new (the same names again and again, while
 // the total says there are more), and a total that grows with every page.
 func TestAListThatDoesNotConvergeEnds(t *testing.T) {
+	t.Parallel()
 	streamInfo := func(name string) *jetstream.StreamInfo {
 		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
 	}
@@ -71,6 +72,7 @@ func TestAListThatDoesNotConvergeEnds(t *testing.T) {
 // ends complete, B and C marked unavailable. Advancing by the items alone asked for D again and
 // gave up, as CI's cluster test once did with a node stopped.
 func TestAListWithAMissingStreamAdvancesPastIt(t *testing.T) {
+	t.Parallel()
 	streamInfo := func(name string) *jetstream.StreamInfo {
 		return &jetstream.StreamInfo{Config: jetstream.StreamConfig{Name: name}}
 	}

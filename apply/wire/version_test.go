@@ -6,6 +6,7 @@ import (
 )
 
 func TestTheOldestServerIsTwoTen(t *testing.T) {
+	t.Parallel()
 	for version, refused := range map[string]bool{
 		"2.9.25": true, "2.9.10": true, "1.4.1": true, "v2.9.0": true,
 		"2.10.0": false, "2.10.29": false, "2.11.0-RC.1": false, "2.15.2": false, "3.0.0": false,
@@ -23,6 +24,7 @@ func TestTheOldestServerIsTwoTen(t *testing.T) {
 }
 
 func TestServerVersionsCompareByRelease(t *testing.T) {
+	t.Parallel()
 	v, ok := ParseServerVersion("2.11.0-RC.1")
 	if !ok || v != (ServerVersion{2, 11, 0}) || !v.AtLeast(PauseServerVersion) {
 		t.Fatalf("2.11.0-RC.1 read as %v %v", v, ok)
