@@ -16,6 +16,7 @@ import (
 
 	"github.com/meshc-dev/meshc/change"
 	"github.com/meshc-dev/meshc/compiler/compilertest"
+	"github.com/meshc-dev/meshc/internal/natsproc"
 	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
@@ -110,7 +111,7 @@ func TestErrorsSayWhatToDo(t *testing.T) {
 	})
 
 	t.Run("nothing listening", func(t *testing.T) {
-		port := freePorts(t, 1)[0]
+		port := natsproc.FreePorts(t, 1)[0]
 		_, err := wire.Dial(fmt.Sprintf("nats://127.0.0.1:%d", port))
 		if err == nil || !strings.Contains(err.Error(), "no NATS server answers there") {
 			t.Fatalf("an unreachable server read as: %v", err)

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/meshc-dev/meshc/internal/natsproc"
 	"github.com/meshc-dev/meshc/internal/natsserver"
 	"github.com/meshc-dev/meshc/internal/natstest"
 	"github.com/meshc-dev/meshc/internal/testwait"
@@ -31,25 +31,6 @@ func runServer(t *testing.T) *server.Server {
 func connect(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	return natstest.Connect(t, url)
-}
-
-// freePorts reserves n loopback ports and releases them for the cluster to take.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }
 
 // cluster is an in-process JetStream cluster, 3 nodes unless said (docs/nats.md, "Testing against a real server").
@@ -87,7 +68,7 @@ func runClusterOf(t *testing.T, n int, base func(i int) *server.Options, edits .
 	if testing.Short() {
 		t.Skip("-short: a cluster of servers (CI runs it)")
 	}
-	ports := freePorts(t, 2*n)
+	ports := natsproc.FreePorts(t, 2*n)
 	dir := t.TempDir()
 	c := &cluster{t: t, base: base, edits: edits}
 	for i := range n {

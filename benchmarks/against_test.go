@@ -63,6 +63,14 @@ func BenchmarkAgainst(b *testing.B) {
 // planAgainst does what `meshc plan DIR --against BASE` does (cmd/meshc/plan.go), and fails the
 // benchmark unless the review holds every kind of change pullRequest makes.
 func planAgainst(b *testing.B, dir, base string) {
+	r := reviewOf(b, dir, base)
+	if len(r.Changes.Items) == 0 || len(r.Users) == 0 || len(r.Breaks) == 0 {
+		b.Fatalf("the review misses what the pull request changes: %d changes, %d users, %d breaks", len(r.Changes.Items), len(r.Users), len(r.Breaks))
+	}
+}
+
+// reviewOf is the review `meshc plan DIR --against BASE` renders, rendered as text.
+func reviewOf(b *testing.B, dir, base string) review.Review {
 	c, loaded, err := catalogue.Load(dir)
 	if err != nil {
 		b.Fatal(err)
@@ -80,9 +88,7 @@ func planAgainst(b *testing.B, dir, base string) {
 	if err := r.Write(&out, output.Text); err != nil {
 		b.Fatal(err)
 	}
-	if len(r.Changes.Items) == 0 || len(r.Users) == 0 || len(r.Breaks) == 0 {
-		b.Fatalf("the review misses what the pull request changes: %d changes, %d users, %d breaks", len(r.Changes.Items), len(r.Users), len(r.Breaks))
-	}
+	return r
 }
 
 // lintAgainst does what `meshc lint DIR --against BASE` does (cmd/meshc/lint.go), and fails the

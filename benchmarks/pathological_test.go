@@ -1,7 +1,6 @@
 package benchmarks
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"github.com/meshc-dev/meshc/internal/output"
 	"github.com/meshc-dev/meshc/internal/synth"
 	"github.com/meshc-dev/meshc/lint"
-	"github.com/meshc-dev/meshc/review"
 )
 
 // BenchmarkPathological is lint, emit and plan --against on catalogues shaped to find what is not
@@ -226,24 +224,7 @@ func writePathology(b *testing.B, dir string, p pathology, n int) {
 // reviewAgainst does what `meshc plan DIR --against BASE` does, and fails unless the review
 // holds changes.
 func reviewAgainst(b *testing.B, dir, base string) {
-	c, loaded, err := catalogue.Load(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fs, plan := lint.Check(c, loaded)
-	if fs.HasErrors() || plan == nil {
-		b.Fatalf("the head has errors: %v", fs)
-	}
-	cmp, err := review.Load(dir, base, lint.Side{Index: catalogue.NewIndex(c), Plan: plan})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := cmp.Review(false)
-	var out bytes.Buffer
-	if err := r.Write(&out, output.Text); err != nil {
-		b.Fatal(err)
-	}
-	if len(r.Users) == 0 {
+	if r := reviewOf(b, dir, base); len(r.Users) == 0 {
 		b.Fatal("the review holds no user's change")
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,30 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/meshc-dev/meshc/internal/testwait"
 )
-
-// natsServerMain is nats-server's own main: TestMain runs it when this test binary is started as
-// nats-server, so a test signals, kills and reads the log of a real nats-server process, whose
-// name /proc reports as nats-server, with nothing installed.
-func natsServerMain() {
-	fs := flag.NewFlagSet("nats-server", flag.ExitOnError)
-	opts, err := server.ConfigureOptions(fs, os.Args[1:], server.PrintServerAndExit, fs.Usage, server.PrintTLSHelpAndDie)
-	if err != nil {
-		server.PrintAndDie(fmt.Sprintf("nats-server: %s", err))
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		server.PrintAndDie(fmt.Sprintf("nats-server: %s", err))
-	}
-	s.ConfigureLogger()
-	if err := server.Run(s); err != nil {
-		server.PrintAndDie(err.Error())
-	}
-	s.WaitForShutdown()
-}
 
 // serverProcess is a nats-server process started by a test.
 type serverProcess struct {

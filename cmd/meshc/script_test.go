@@ -33,8 +33,9 @@ func TestMain(m *testing.M) {
 	natsproc.RunIfServer()
 	testscript.Main(hermetic{m}, map[string]func(){
 		"meshc": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
-		// A real nats-server process for the tests that signal one (natsproc_test.go).
-		"nats-server": natsServerMain,
+		// A real nats-server process for the tests that signal, kill and read the log of one
+		// (natsproc_test.go), whose name /proc reports as nats-server, with nothing installed.
+		"nats-server": func() { natsproc.Main(os.Args[1:]) },
 	})
 }
 
