@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -128,5 +129,32 @@ func TestThePlannerPlansAsTheControllerDoesAndChangesNothing(t *testing.T) {
 		if err := c.IsRefusedSubscribing(subject); err != nil {
 			t.Error(err)
 		}
+	}
+
+	// A server whose accounts file gives the planner less than plan reads (an older file): the
+	// refused read is said at once, naming it, not waited out as a server that did not answer.
+	var older []string
+	for _, line := range strings.Split(string(accounts), "\n") {
+		if !strings.Contains(line, "KV_meshc") {
+			older = append(older, line)
+		}
+	}
+	state = t.TempDir()
+	if err := os.WriteFile(filepath.Join(state, "accounts.conf"), []byte(strings.Join(older, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if conf, err = up.WriteServerConf(state, 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NATS_URL", natstest.FromConfig(t, conf, false).ClientURL())
+	as(compiler.ControllerUser)
+	if code, out, errs := meshc(t, "apply", dir); code != exitOK {
+		t.Fatalf("apply as the controller on the older file: %d\n%s%s", code, out, errs)
+	}
+	as(compiler.PlannerUser)
+	began := time.Now()
+	code, out, errs := meshc(t, "plan", dir)
+	if code != exitCantRun || !strings.Contains(errs, "the bus refused mesh-planner") || !strings.Contains(errs, "KV_meshc") || time.Since(began) > 20*time.Second {
+		t.Fatalf("plan as a planner refused a read: %d after %s\n%s%s", code, time.Since(began), out, errs)
 	}
 }
