@@ -293,7 +293,7 @@ func (r *Refusal) Error() string {
 			who, r.verb(), r.Subject, who, r.action(), r.Subject)
 	case r.User == compiler.PlannerUser:
 		// The planner is granted what plan reads and nothing else, on purpose.
-		return fmt.Sprintf("the bus refused %s %s %q: %s is granted what `meshc plan` reads and no more: connect as mesh-controller to apply; a plan refused this runs on a server whose accounts file is not the one this catalogue composes",
+		return fmt.Sprintf("the bus refused %s %s %q: %s is granted what `meshc plan` reads and no more: connect as mesh-controller to apply; a plan refused this runs on a server whose accounts file is not the one this catalogue composes (deliver it as mesh-controller: meshc apply --accounts PATH --reload PID)",
 			who, r.verb(), r.Subject, who)
 	case r.Publish && strings.HasPrefix(r.Subject, "$JS."):
 		return fmt.Sprintf("the bus refused %s publishing to %q: %s lacks the grant publish %q; the catalogue grants the JetStream API ($JS.API.>) to mesh-controller alone (and plan's reads of it to mesh-planner, with controller.planner): connect as mesh-controller to apply",
