@@ -443,8 +443,10 @@ type KeyChange struct {
 	// What is the key: "operator", "signing key", "system account", "probe key", or
 	// "account NAME".
 	What string `json:"what"`
-	Was  string `json:"was"`
-	Now  string `json:"now"`
+	// Account is the account whose key it is, "" for the four keys of the operator's side.
+	Account string `json:"account,omitempty"`
+	Was     string `json:"was"`
+	Now     string `json:"now"`
 	// Means is what it does to a bus running the base.
 	Means string `json:"means"`
 }
@@ -463,6 +465,12 @@ func CompareKeys(base, head *Plan) []KeyChange {
 			out = append(out, KeyChange{What: what, Was: was, Now: now, Means: means})
 		}
 	}
+	addAccount := func(name, was, now, means string) {
+		add("account "+name, was, now, means)
+		if was != now {
+			out[len(out)-1].Account = name
+		}
+	}
 	add("operator", b.Operator, h.Operator, "the servers trust the operator their configuration names: each must be given the new operator's (meshc operator init writes it), or every account apply pushes is refused")
 	add("signing key", b.SigningKey, h.SigningKey, "every account is signed with it: the servers must trust it (the operator's JWT lists it), and CI's MESHC_OPERATOR_SIGNING_KEY must be its seed")
 	add("system account", b.SystemAccount, h.SystemAccount, "the servers' system account, whose user pushes the accounts: their configuration and CI's MESHC_SYSTEM_CREDS must name the new one")
@@ -476,7 +484,7 @@ func CompareKeys(base, head *Plan) []KeyChange {
 		if name == head.Account {
 			means = "the mesh's account holds every stream under its key: apply refuses to move it (put the old key back, or move the streams first)"
 		}
-		add("account "+name, was, h.Accounts[name], means)
+		addAccount(name, was, h.Accounts[name], means)
 	}
 	return out
 }

@@ -512,7 +512,7 @@ func credentialMoves(a Against) []Break {
 		out = append(out, b.approveHint("if nobody meant to rotate it, restore the base's line"))
 	}
 	for _, k := range compiler.CompareKeys(a.Base.Plan, a.Head.Plan) {
-		b := breakAt(ruleCredential, keyPos(cat, k.What, a.meshPos()), k.What, "keys.yaml's %s changes (%s → %s): %s", k.What, k.Was, k.Now, k.Means)
+		b := breakAt(ruleCredential, keyPos(cat, k, a.meshPos()), k.What, "keys.yaml's %s changes (%s → %s): %s", k.What, k.Was, k.Now, k.Means)
 		b.From, b.To = k.Was, k.Now
 		out = append(out, b.approveHint("if nobody meant to change it, restore the base's key"))
 	}
@@ -520,13 +520,13 @@ func credentialMoves(a Against) []Break {
 }
 
 // keyPos is where keys.yaml records the key a KeyChange names.
-func keyPos(c *catalogue.Catalogue, what string, fallback catalogue.Pos) catalogue.Pos {
+func keyPos(c *catalogue.Catalogue, kc compiler.KeyChange, fallback catalogue.Pos) catalogue.Pos {
 	k := c.Keys
 	if k == nil {
 		return fallback
 	}
 	var t catalogue.Text
-	switch what {
+	switch kc.What {
 	case "operator":
 		t = k.Operator
 	case "signing key":
@@ -536,7 +536,7 @@ func keyPos(c *catalogue.Catalogue, what string, fallback catalogue.Pos) catalog
 	case "probe key":
 		t = k.ProbeKey
 	default:
-		t = k.Accounts[strings.TrimPrefix(what, "account ")]
+		t = k.Accounts[kc.Account]
 	}
 	if t.Pos.File == "" {
 		return fallback
