@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/meshc-dev/meshc/catalogue"
 	"github.com/meshc-dev/meshc/catalogue/cataloguetest"
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natstest"
@@ -20,11 +21,17 @@ import (
 // says what mesh-controller's says, and whatever holds its password can change nothing — not
 // through apply, and not through any JetStream request or subject apply's own would use.
 func TestThePlannerPlansAsTheControllerDoesAndChangesNothing(t *testing.T) {
+	for _, isolation := range []string{catalogue.IsolationPerModule, catalogue.IsolationShared} {
+		t.Run(isolation, func(t *testing.T) { plannerPlansAndChangesNothing(t, isolation) })
+	}
+}
+
+func plannerPlansAndChangesNothing(t *testing.T, isolation string) {
 	isolateNATSSettings(t)
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	meshYAML := filepath.Join(dir, "mesh.yaml")
 	data, _ := os.ReadFile(meshYAML)
-	if err := os.WriteFile(meshYAML, append(data, []byte("controller: {planner: true}\n")...), 0o644); err != nil {
+	if err := os.WriteFile(meshYAML, append(data, []byte("isolation: "+isolation+"\ncontroller: {planner: true}\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pw := mint(t, dir, "--missing")
