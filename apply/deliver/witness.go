@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,10 +45,7 @@ type AccountsRecord struct {
 }
 
 // AccountsDigest is the digest an accounts file is recorded and compared by.
-func AccountsDigest(accountsFile []byte) string {
-	sum := sha256.Sum256(accountsFile)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func AccountsDigest(accountsFile []byte) string { return wire.Digest(accountsFile) }
 
 // RecordAccounts records on the bus that an accounts file was delivered: its digest, and each of
 // its users' and accounts' digests (change.Principals.Record), so a later plan away from the

@@ -34,7 +34,7 @@ func PutRecord(ctx context.Context, js jetstream.JetStream, key string, data []b
 	if max := int(js.Conn().MaxPayload()) - 4096; max > 0 && max < part {
 		part = max
 	}
-	head := recordHead{Digest: digest(data)}
+	head := recordHead{Digest: Digest(data)}
 	for off := 0; off < len(data) || head.Parts == 0; off += part {
 		head.Parts++
 		if _, err := kv.Put(ctx, fmt.Sprintf("%s.%d", key, head.Parts), data[off:min(off+part, len(data))]); err != nil {
@@ -79,14 +79,14 @@ func GetRecord(ctx context.Context, js jetstream.JetStream, key string) ([]byte,
 		}
 		data = append(data, e.Value()...)
 	}
-	if digest(data) != head.Digest {
+	if Digest(data) != head.Digest {
 		return nil, nil
 	}
 	return data, nil
 }
 
-// digest names a record's bytes in its head.
-func digest(data []byte) string {
+// Digest names bytes as apply's records do: a record's in its head, a delivered accounts file's.
+func Digest(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
