@@ -474,14 +474,7 @@ func TestCoversIsTheTokenRule(t *testing.T) {
 		return len(w) == len(n)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	tokens := []string{"a", "b", "ab", "*", ">", ""}
-	subject := func() string {
-		parts := make([]string, 1+rng.IntN(4))
-		for i := range parts {
-			parts[i] = tokens[rng.IntN(len(tokens))]
-		}
-		return strings.Join(parts, ".")
-	}
+	subject := randomSubjects(rng)
 	for range 200_000 {
 		wide, narrow := subject(), subject()
 		if got, want := Covers(wide, narrow), covers(wide, narrow); got != want {

@@ -12,14 +12,7 @@ import (
 // each subject asked about both in the list and out of it.
 func TestCoverIndexIsCovers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	tokens := []string{"a", "b", "ab", "*", ">", ""}
-	subject := func() string {
-		parts := make([]string, 1+rng.IntN(4))
-		for i := range parts {
-			parts[i] = tokens[rng.IntN(len(tokens))]
-		}
-		return strings.Join(parts, ".")
-	}
+	subject := randomSubjects(rng)
 	for range 3_000 {
 		patterns := make([]string, rng.IntN(30))
 		for i := range patterns {
@@ -68,5 +61,18 @@ func TestMinimiseOfManyWildcards(t *testing.T) {
 		if got := Minimise(subjects); !slices.Equal(got, want) {
 			t.Fatalf("Minimise(%q) = %q, want %q", subjects, got, want)
 		}
+	}
+}
+
+// randomSubjects gives subjects of one to four tokens over a few, wildcards and empty tokens
+// included: what the matchers' brute-force tests compare them on.
+func randomSubjects(rng *rand.Rand) func() string {
+	tokens := []string{"a", "b", "ab", "*", ">", ""}
+	return func() string {
+		parts := make([]string, 1+rng.IntN(4))
+		for i := range parts {
+			parts[i] = tokens[rng.IntN(len(tokens))]
+		}
+		return strings.Join(parts, ".")
 	}
 }
