@@ -2,13 +2,10 @@ package emit
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/goccy/go-graphviz"
 
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -139,25 +136,4 @@ func GraphDot(g *compiler.Graph) []byte {
 	}
 	b.WriteString("}\n")
 	return b.Bytes()
-}
-
-// GraphSVG draws a graph as an SVG picture: its dot laid out by Graphviz itself, run as
-// WebAssembly inside meshc (github.com/goccy/go-graphviz), so nothing needs installing. The same
-// graph gives the same bytes.
-func GraphSVG(ctx context.Context, g *compiler.Graph) ([]byte, error) {
-	gv, err := graphviz.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("starting Graphviz: %w", err)
-	}
-	defer gv.Close()
-	graph, err := graphviz.ParseBytes(GraphDot(g))
-	if err != nil {
-		return nil, fmt.Errorf("reading the graph's dot: %w", err)
-	}
-	defer graph.Close()
-	var b bytes.Buffer
-	if err := gv.Render(ctx, graph, graphviz.SVG, &b); err != nil {
-		return nil, fmt.Errorf("drawing the graph: %w", err)
-	}
-	return b.Bytes(), nil
 }
