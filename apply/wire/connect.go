@@ -180,7 +180,13 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 	subject := b.APIPrefix + ".INFO"
 	// "No responders" is seen for a moment while a server restarts; for longer, it is a server
 	// (or an account) without JetStream, said without a minute of retries.
-	noJetStreamAfter := time.Now().Add(timeout)
+	// A server that says in its INFO it runs no JetStream is waited for a second only: what
+	// could still answer is a JetStream peer in its cluster, coming back.
+	wait := timeout
+	if js, _ := b.Conn.ConnectedServerJetStream(); !js {
+		wait = min(wait, time.Second)
+	}
+	noJetStreamAfter := time.Now().Add(wait)
 	var final error
 	err := Retry(ctx, CheckBudget, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, min(timeout, 5*time.Second))
