@@ -50,6 +50,10 @@ type Conn struct {
 	// the cleared one, so a connection can make tries that expect violations and then tries that
 	// expect none.
 	recorded, cleared error
+	// each is every violation the error handler recorded, by identity: nats.go makes each the
+	// connection's last error before it hands it to the handler, so once the last error after a
+	// flush is among them, every violation the server sent before the flush's PONG is recorded.
+	each map[error]bool
 }
 
 // Connect connects to url as user with the inbox prefix its grant names, `_INBOX.<user>` (a user
@@ -84,6 +88,10 @@ func (c *Conn) record(err error) {
 	if errors.Is(err, nats.ErrPermissionViolation) {
 		c.violations = append(c.violations, err.Error())
 		c.recorded = err
+		if c.each == nil {
+			c.each = map[error]bool{}
+		}
+		c.each[err] = true
 	} else {
 		c.others = append(c.others, err)
 	}
@@ -116,13 +124,33 @@ func (c *Conn) SawNoViolation() error {
 }
 
 // TakeViolations returns and forgets the violations seen so far: a batch of tries that expected
-// them reads them at once.
+// them reads them at once. It first lets the error handler catch up with the violations the
+// client has read (RecordedBefore), so a violation read and not yet handled is not left to
+// count against the next try.
 func (c *Conn) TakeViolations() []string {
+	last := c.NC.LastError()
+	for deadline := time.Now().Add(Wait); errors.Is(last, nats.ErrPermissionViolation) && !c.RecordedBefore(last) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := c.violations
 	c.violations, c.cleared = nil, c.recorded
 	return v
+}
+
+// RecordedBefore says whether every violation the server sent before a flush has reached the
+// error handler, given last, the connection's last error read right after that flush: the server
+// writes a violation before the PONG that ends the flush, and the client makes it the last error
+// as it reads it, then queues it for the handler. No last error means no violation ever; a last
+// error that is no violation (a slow consumer) says nothing, and the caller waits.
+func (c *Conn) RecordedBefore(last error) bool {
+	if last == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.each[last]
 }
 
 func (c *Conn) clearedErr() error {
@@ -137,6 +165,7 @@ func (c *Conn) Violated(want, what string, wait time.Duration) error {
 	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
+	last := c.NC.LastError()
 	deadline := time.Now().Add(wait)
 	for {
 		c.mu.Lock()
@@ -150,6 +179,11 @@ func (c *Conn) Violated(want, what string, wait time.Duration) error {
 		c.mu.Unlock()
 		if i >= 0 {
 			return nil
+		}
+		// Every violation sent before the flush is in, and none was this: said now, not after
+		// wait (a widened grant made verify wait out each refusal it expected, 10 s each).
+		if c.RecordedBefore(last) {
+			return fmt.Errorf("the server did not refuse %s %s: it answered the flush after it without that violation (violations seen: %v)", c.User, what, c.Seen())
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the server did not refuse %s %s within %s (violations seen: %v)", c.User, what, wait, c.Seen())
@@ -219,7 +253,25 @@ func (c *Conn) IsRefusedQueueSubscribing(subject, queue string) error {
 // PublishesAndIsStored publishes body on subject as a JetStream publish and requires the PubAck
 // of stream: the grant let it through and the stream stored it.
 func (c *Conn) PublishesAndIsStored(ctx context.Context, subject, stream, body string) error {
-	ack, err := c.JS.Publish(ctx, subject, []byte(body))
+	// Published asynchronously, so that a refusal is said at the flush: the server never
+	// answers a publish it refused, and a publish left to wait waited out ctx.
+	f, err := c.JS.PublishAsync(subject, []byte(body))
+	if err != nil {
+		return fmt.Errorf("%s publishing %s: %v", c.User, subject, err)
+	}
+	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
+		return fmt.Errorf("%s: %w", c.User, err)
+	}
+	if last := c.NC.LastError(); errors.Is(last, nats.ErrPermissionViolation) && last != c.clearedErr() {
+		return fmt.Errorf("%s publishing %s got no PubAck: %v (violations: %v)", c.User, subject, last, c.Seen())
+	}
+	var ack *jetstream.PubAck
+	select {
+	case ack = <-f.Ok():
+	case err = <-f.Err():
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("%s publishing %s got no PubAck: %v (violations: %v)", c.User, subject, err, c.Seen())
 	}

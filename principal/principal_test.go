@@ -67,3 +67,66 @@ func TestAnInertPublishStoresNothingAndABatchFindsWhatIsLetThrough(t *testing.T)
 		t.Fatalf("after its batch took every violation, the connection still counts one: %v", err)
 	}
 }
+
+// What the server refuses, or lets through, is said at the flush, not after the wait: the server
+// writes a violation before the PONG that ends it. A widened grant made verify wait out every
+// refusal it expected (10 s each), and a narrowed one every publish it expected answered.
+func TestARefusalOrItsAbsenceIsSaidAtTheFlush(t *testing.T) {
+	s := natstest.JetStream(t, func(o *server.Options) {
+		o.Users = []*server.User{
+			{Username: "admin", Password: "a"},
+			{Username: "bob", Password: "b", Permissions: &server.Permissions{
+				Publish:   &server.SubjectPermission{Allow: []string{"orders.>", "$JS.API.>"}},
+				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.bob.>"}},
+			}},
+		}
+	})
+	_, js := natstest.Connect(t, s.ClientURL(), nats.UserInfo("admin", "a"))
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ALL", Subjects: []string{"orders.>", "payments.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := Connect(s.ClientURL(), "bob", nats.UserInfo("bob", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	const long = time.Minute
+	quickly := func(what string, f func() error, wantErr bool) {
+		t.Helper()
+		start := time.Now()
+		err := f()
+		if (err != nil) != wantErr {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if d := time.Since(start); d > long/4 {
+			t.Fatalf("%s took %s: the wait was waited out", what, d)
+		}
+	}
+	// Before any violation, and after one was taken: a publish let through is said at once.
+	bob.NC.Publish("orders.eu", nil)
+	quickly("a granted publish expected refused", func() error { return bob.Violated(Violation(Publish, "orders.eu"), "publish orders.eu", long) }, true)
+	bob.NC.Publish("payments.eu", nil)
+	quickly("a refused publish", func() error { return bob.Violated(Violation(Publish, "payments.eu"), "publish payments.eu", long) }, false)
+	bob.NC.Publish("orders.us", nil)
+	quickly("a granted publish after a taken refusal", func() error { return bob.Violated(Violation(Publish, "orders.us"), "publish orders.us", long) }, true)
+
+	through, err := bob.Unrefused([]Try{{Op: Publish, Subject: "payments.x"}, {Op: Publish, Subject: "orders.x"}}, long)
+	if err != nil || len(through) != 1 || through[0].Subject != "orders.x" {
+		t.Fatalf("let through: %v, %v; want orders.x", through, err)
+	}
+	bob.TakeViolations()
+	quickly("a refused inert publish", func() error { _, err := bob.PublishesInert("payments.eu", long); return err }, true)
+	bob.TakeViolations()
+	quickly("a refused stored publish", func() error {
+		ctx, cancel := context.WithTimeout(ctx, long)
+		defer cancel()
+		return bob.PublishesAndIsStored(ctx, "payments.eu", "ALL", "x")
+	}, true)
+	bob.TakeViolations()
+	quickly("a granted stored publish", func() error {
+		ctx, cancel := context.WithTimeout(ctx, long)
+		defer cancel()
+		return bob.PublishesAndIsStored(ctx, "orders.eu", "ALL", "x")
+	}, false)
+}

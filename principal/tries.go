@@ -49,9 +49,10 @@ func Inert() nats.Header {
 
 // Unrefused makes every try at once — each publish inert unless it has a body of its own, each
 // subscription dropped again — and
-// returns those the server did not refuse within wait, in the order given. The server answers
-// every try it refuses with a violation before the PONG that ends the flush, so the wait is spent
-// only on tries it let through.
+// returns those the server did not refuse, in the order given. The server answers every try it
+// refuses with a violation before the PONG that ends the flush, so once every violation sent
+// before it is recorded (RecordedBefore) the rest were let through; wait bounds the wait for a
+// connection whose last error says nothing.
 func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 	c.TakeViolations()
 	var subs []*nats.Subscription
@@ -83,10 +84,14 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 	if err := c.NC.FlushTimeout(flushWait(len(tries))); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.User, err)
 	}
+	last := c.NC.LastError()
 	refused := make([]bool, len(tries))
 	left := len(tries)
 	deadline := time.Now().Add(wait)
 	for left > 0 && time.Now().Before(deadline) {
+		// Taken after the check: once every violation before the flush is recorded, this
+		// round's take holds the last of them, and the rest were let through.
+		settled := c.RecordedBefore(last)
 		for _, v := range c.TakeViolations() {
 			// The server's words follow nats.go's prefix: "nats: permissions violation: <words>".
 			_, words, _ := strings.Cut(v, ": permissions violation: ")
@@ -97,6 +102,9 @@ func (c *Conn) Unrefused(tries []Try, wait time.Duration) ([]Try, error) {
 				}
 			}
 			delete(want, words)
+		}
+		if settled {
+			break
 		}
 		if left > 0 {
 			time.Sleep(5 * time.Millisecond)
@@ -120,7 +128,23 @@ func flushWait(n int) time.Duration { return 30*time.Second + time.Duration(n)*t
 // stream's answer proves the grant and, across accounts, the import that carried it there and
 // the answer back; nothing is stored.
 func (c *Conn) PublishesInert(subject string, wait time.Duration) (stream string, err error) {
-	m, err := c.NC.RequestMsg(&nats.Msg{Subject: subject, Header: Inert(), Data: []byte("meshc verify")}, wait)
+	// A request made by hand, so that a refusal is said at the flush: the server never answers
+	// a publish it refused, and a request left to wait waited out its whole wait.
+	sub, err := c.NC.SubscribeSync(c.NC.NewInbox())
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", c.User, err)
+	}
+	defer sub.Unsubscribe()
+	if err := c.NC.PublishMsg(&nats.Msg{Subject: subject, Reply: sub.Subject, Header: Inert(), Data: []byte("meshc verify")}); err != nil {
+		return "", fmt.Errorf("%s publishing %s: %w", c.User, subject, err)
+	}
+	if err := c.NC.FlushTimeout(flushWait(1)); err != nil {
+		return "", fmt.Errorf("%s: %w", c.User, err)
+	}
+	if last := c.NC.LastError(); errors.Is(last, nats.ErrPermissionViolation) && last != c.clearedErr() {
+		return "", c.SawNoViolation()
+	}
+	m, err := sub.NextMsg(wait)
 	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) {
 		return "", c.SawNoViolation()
 	}
