@@ -20,6 +20,7 @@ import (
 // be the server's Permissions Violation, nothing may arrive at the thief, and the victim's
 // consumer must not have delivered anything.
 func TestNoPrincipalStealsAnotherConsumersMessagesThroughAnAck(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		for _, flags := range []string{"", "feature_flags {\n  js_ack_fc_v2: true\n}\n"} {
 			name := isolation + "/v1 acks"

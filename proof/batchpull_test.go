@@ -12,6 +12,7 @@ import (
 // and strands the rest until AckWait (docs/nats.md, "Traps"). Proven as the module's own user, with
 // a batch of three, in both isolations.
 func TestABatchPullDeliversTheWholeBatch(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()

@@ -18,6 +18,7 @@ import (
 // now holds every subject at its cap, so loud's flood drops only loud's own oldest. Both
 // isolations, on the defaults but for the stream's size.
 func TestAnEmitterWithinItsCapsKeepsOthersEvents(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,7 @@ import (
 // machine holding only an enrolment token stored 200 × 512 KiB in CONTROL, and every flood below
 // went as far as it was sent.
 func TestAFloodIsCutOffByALimit(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()

@@ -22,6 +22,7 @@ import (
 // the requests is a Permissions Violation in either mode: permissions cannot see a reply subject,
 // which is the hole.
 func TestInjections(t *testing.T) {
+	t.Parallel()
 	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -173,6 +174,7 @@ func (c *client) streamMessages(t *testing.T, stream string) uint64 {
 // with the server's own "JetStream not enabled". In one account every user shares the JetStream
 // account, and it lands (TestInjections has worse).
 func TestAColluderCannotReadTheMeshAccountsUsageThroughAPerson(t *testing.T) {
+	t.Parallel()
 	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

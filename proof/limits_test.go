@@ -17,6 +17,7 @@ import (
 // stream that needs the most. Proven as mesh-controller, the only user with the JetStream API, in
 // both isolations.
 func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()
@@ -54,6 +55,7 @@ func TestTheMeshAccountsJetStreamLimitsAreTheServers(t *testing.T) {
 // user of every mode connects (the whole proof runs so). One just under the line is refused by
 // its permissions, as any other, and the connection stays.
 func TestASubjectLongerThanTheControlLineClosesTheConnection(t *testing.T) {
+	t.Parallel()
 	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()

@@ -19,6 +19,7 @@ import (
 // refused, which shared mode says plainly rather than closes. With an account per principal the
 // mesh's account holds the controller alone, and the same machine takes its own eight.
 func TestOnlyInOneAccountCanAnyUserLockTheControllerOut(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()
@@ -53,6 +54,7 @@ func TestOnlyInOneAccountCanAnyUserLockTheControllerOut(t *testing.T) {
 // keep its siblings' serving users out (docs/nats.md, "An account per instance, the tools
 // apart"). What it cannot touch is its siblings' module users, each in an account of its own.
 func TestASiblingCanTakeItsSiblingsServingConnections(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/instances.txtar", "", catalogue.IsolationPerModule)
 	relay := b.plan.User("serve.anchor.relay").Account
 	var pool int64
@@ -82,6 +84,7 @@ func TestASiblingCanTakeItsSiblingsServingConnections(t *testing.T) {
 // keeps all it accepted. Giving each submitter a share of its own would take the submitter in the
 // work's subject, which every holder and submitter reads.
 func TestOneSubmitterFillsASeatsQueueForEveryone(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ import (
 // accepts it, a user connects by signing with its seed and gets what its grants give, and another
 // user's seed is refused.
 func TestNKeyUsersOnARealServer(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
 		t.Run(isolation, func(t *testing.T) {
 			cat, _ := cataloguetest.Load(t, "testdata/proof.txtar")

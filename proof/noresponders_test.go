@@ -14,6 +14,7 @@ import (
 // responders" at once, not by waiting out the caller's timeout. Checked as the composed user
 // allowed to make the call, on the bus meshc composes, with nobody serving the tool.
 func TestACallNobodyServesIsAnsweredNoRespondersAtOnce(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/proof.txtar", "", catalogue.IsolationShared)
 	bob := b.connect(t, "person.bob")
 	start := time.Now()

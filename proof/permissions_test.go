@@ -39,6 +39,7 @@ import (
 // grants reach the server as the templates of scoped signing keys in pushed account JWTs
 // (docs/nats.md, "Operator mode").
 func TestPermissionsOnARealServer(t *testing.T) {
+	t.Parallel()
 	for _, mode := range inLoop(modes) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -351,6 +352,7 @@ func proveGrantsAndRefusals(t *testing.T, b *bus) {
 // The flag is off by default in 2.15.2 and due to become the default, so a mesh must survive the
 // day its server turns it on.
 func TestAckGrantsCoverTheNewerAckForm(t *testing.T) {
+	t.Parallel()
 	for _, isolation := range inLoop(isolations) {
 		t.Run(isolation, func(t *testing.T) {
 			t.Parallel()

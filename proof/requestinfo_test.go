@@ -22,6 +22,7 @@ import (
 // through last, and the check meshc derives (the plan's served tools, compiler.ServedTool.Caller)
 // refuses it; it returns the caller of every direct call.
 func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationPerModule)
 	open := b.plan.ServedTool("mesh.mod.vault.tool.open")
 	if open == nil {
@@ -89,6 +90,7 @@ func TestRequestInfoIsBelievedForOneHopOnly(t *testing.T) {
 // names the hub as svc at the second; the plan's served tool lists the hub, and the check believes
 // the caller. A call relayed through a module's account is still refused.
 func TestRequestInfoThroughAToolHubNamesItsCaller(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationPerModule+operatorMode)
 	open := b.running.LocalPlan().ServedTool("mesh.mod.vault.tool.open")
 	if open == nil || len(open.Hubs) != 1 {
@@ -122,6 +124,7 @@ func TestRequestInfoThroughAToolHubNamesItsCaller(t *testing.T) {
 // In one account no import stamps a call: the header is whatever the caller wrote, and the check
 // can say only that the call came from the mesh's account.
 func TestRequestInfoIsAbsentInOneAccount(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/callers.txtar", "", catalogue.IsolationShared)
 	calls := vaultCalls(t, b)
 	b.connect(t, "person.alice").nc.Request("mesh.mod.vault.tool.open", []byte("direct"), 3*time.Second)
@@ -188,6 +191,7 @@ func next(t *testing.T, calls <-chan *nats.Msg) *nats.Msg {
 // server delivers nothing of it to the other tool (with one hub, it drops an answer that came
 // back through the very export it would cross again).
 func TestACallerCannotBeForgedThroughSeveralToolHubs(t *testing.T) {
+	t.Parallel()
 	cat, loaded := cataloguetest.Load(t, "testdata/callers.txtar")
 	cat.Mesh.Auth.Value = catalogue.AuthOperator
 	b := startCatalogue(t, cat, loaded, "", catalogue.IsolationPerModule, func(p *compiler.Plan) { p.ShareHubs(1) })

@@ -136,6 +136,7 @@ func (s toolShape) archive() *txtar.Archive {
 // parses and configures, listening on nothing), so they run in parallel; under -short, the inner
 // loop, one shape in 17 is tried (a spread over every field), and CI tries all 432.
 func TestEveryToolShapeLoadsInBothIsolations(t *testing.T) {
+	t.Parallel()
 	hash, err := bcrypt.GenerateFromPassword([]byte("shape"), bcrypt.MinCost)
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +213,7 @@ func serverLoads(t *testing.T, plan *compiler.Plan, hash string) error {
 // three times), and a synthetic mesh whose packet filter, which runs on every machine, serves a
 // tool and calls it.
 func TestMultiInstanceCataloguesRunAndServeEachCallOnce(t *testing.T) {
+	t.Parallel()
 	catalogues := map[string]func(t *testing.T) (*catalogue.Catalogue, catalogue.Findings){
 		"instances": func(t *testing.T) (*catalogue.Catalogue, catalogue.Findings) {
 			return cataloguetest.Load(t, "testdata/instances.txtar")

@@ -35,6 +35,7 @@ import (
 // itself, its Permissions Violation is required too. In one account they land: a requester
 // chooses where the answer goes (docs/nats.md, "A requester chooses where the answer goes").
 func TestASiblingInstanceAgainstItsSiblingsConsumer(t *testing.T) {
+	t.Parallel()
 	for _, a := range siblingAttacks {
 		for _, isolation := range inLoop(isolations) {
 			t.Run(a.name+"/"+isolation, func(t *testing.T) {
@@ -304,6 +305,7 @@ func (c *client) pullsOne(t *testing.T, consumer string) *nats.Msg {
 // in every mode: a plain publish is refused everywhere; the steered answers land in one account
 // (a requester chooses where the answer goes there, TestInjections) and nowhere else.
 func TestASiblingInstanceCannotWriteIntoItsSiblingsPullInbox(t *testing.T) {
+	t.Parallel()
 	forged := func(m *nats.Msg) {
 		m.Header = nats.Header{"Status": []string{"409"}, "Description": []string{"Consumer Deleted"}}
 	}
@@ -456,6 +458,7 @@ func pullInbox(t *testing.T, b *bus, c *client) string {
 // with an account per principal; in one account the check names the mesh's account for any call
 // and believes nobody in particular.
 func TestASiblingAndAColluderCannotForgeACaller(t *testing.T) {
+	t.Parallel()
 	for _, mode := range inLoop(isolatedModes) {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -523,6 +526,7 @@ func TestASiblingAndAColluderCannotForgeACaller(t *testing.T) {
 // tools live in that module's account: a serving user publishing on such a reply, seen or
 // guessed, reaches nothing, and the caller gets the answer of the module it called.
 func TestAToolServerCannotAnswerAnotherModulesCalls(t *testing.T) {
+	t.Parallel()
 	b := startBus(t, "testdata/instances.txtar", "", catalogue.IsolationPerModule)
 	relay, peer, bob := b.connect(t, "serve.anchor.relay"), b.connect(t, "serve.anchor.peer"), b.connect(t, "person.bob")
 	calls := make(chan *nats.Msg, 1)

@@ -31,6 +31,7 @@ var modes = []struct{ isolation, auth string }{
 // emits them, in every mode, and requires no failure and every class that applies to have tried
 // something: a proof that passes by trying nothing proves nothing.
 func TestTheGoldenFilesAreProvenInEveryMode(t *testing.T) {
+	t.Parallel()
 	for i, m := range modes {
 		t.Run(m.isolation+"/"+m.auth, func(t *testing.T) {
 			if testing.Short() && i > 0 {
@@ -57,6 +58,7 @@ func TestTheGoldenFilesAreProvenInEveryMode(t *testing.T) {
 // Each class fails when the golden files are widened (or narrowed) by hand the way it exists to
 // catch, and names the principal and, where the file says it, the line that let the try through.
 func TestEachClassFailsOnAGoldenFileEditedByHand(t *testing.T) {
+	t.Parallel()
 	for i, c := range []struct {
 		class, principal, subject string
 		// file is the golden file edited; user the block of it edited ("" the whole file).
@@ -210,6 +212,7 @@ func prove(t *testing.T, plan *compiler.Plan, dir string) *Result {
 // the same subjects carries no answer at all. Checked here so the class's widening case stays an
 // exact import for a reason the server gives.
 func TestAnAnswerFollowsOnlyAnAccountsExactImports(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a proof of its own")
 	}

@@ -29,7 +29,13 @@ import (
 // connection closed at once. A module removed is one apply: its account deleted.
 func TestOperatorModeFromCI(t *testing.T) {
 	for _, isolation := range []string{catalogue.IsolationShared, catalogue.IsolationPerModule} {
-		t.Run(isolation, func(t *testing.T) { operatorModeFromCI(t, isolation) })
+		t.Run(isolation, func(t *testing.T) {
+			// The inner loop (-short) proves the default isolation, as proof's modes do; CI both.
+			if testing.Short() && isolation != catalogue.IsolationPerModule {
+				t.Skip("-short: the default isolation only")
+			}
+			operatorModeFromCI(t, isolation)
+		})
 	}
 }
 

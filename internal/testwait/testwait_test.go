@@ -2,6 +2,7 @@ package testwait
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -71,5 +72,22 @@ func TestNeverFailsTheFirstTimeItHolds(t *testing.T) {
 	Never(f, "an answer arrived", 30*time.Millisecond, func() bool { asked.Add(1); return false })
 	if f.said != "" || asked.Load() < 2 {
 		t.Fatalf("asked %d times, failed with %q", asked.Load(), f.said)
+	}
+}
+
+// Parallel raises -test.parallel when it was not given (this test binary runs with the default)
+// and leaves a given one alone.
+func TestParallelRaisesTheDefaultOnly(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	was := f.Value.String()
+	defer flag.Set("test.parallel", was)
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	Parallel(97)
+	switch got := f.Value.String(); {
+	case !given && got != "97":
+		t.Errorf("-test.parallel not given: Parallel(97) left it %s", got)
+	case given && got != was:
+		t.Errorf("-test.parallel %s given: Parallel(97) changed it to %s", was, got)
 	}
 }
