@@ -19,6 +19,7 @@ import (
 // Every refusal comes before the accounts file is written: a plan that needs --allow-replace, a
 // --reload target that is not a nats-server, a process group, a pid file that is not there.
 func TestEveryAccountsRefusalComesBeforeTheWrite(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t)
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
@@ -71,6 +72,7 @@ func TestEveryAccountsRefusalComesBeforeTheWrite(t *testing.T) {
 // An existing accounts file keeps its owner, group and mode, and a symlink is written through to
 // the file it points at, which the server reads.
 func TestTheAccountsFileKeepsItsOwnerModeAndLink(t *testing.T) {
+	t.Parallel()
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
 	etc := t.TempDir()

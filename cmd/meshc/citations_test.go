@@ -20,6 +20,7 @@ import (
 // "Config quoting")` in code, `docs/nats.md#config-quoting` or a markdown link — names a heading
 // that page has, so a renamed section breaks here rather than in a reader's hands.
 func TestCommentsCiteTheRepository(t *testing.T) {
+	t.Parallel()
 	problems := citationProblems(t, "../..")
 	for _, p := range problems {
 		t.Error(p)

@@ -14,6 +14,7 @@ import (
 // The bash script, loaded into a real bash, completes commands, a command's flags (from the
 // command itself: a flag added later completes too) and directories.
 func TestBashCompletionCompletes(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash here")

@@ -16,6 +16,7 @@ import (
 // else can: each permission apply.Options has (a bool) is one flag of `meshc apply`, listed in
 // the page's table, and the table lists nothing else.
 func TestTheCommandsPageListsEveryFlagThatCanLoseData(t *testing.T) {
+	t.Parallel()
 	var want []string
 	typ := reflect.TypeOf(apply.Options{})
 	for i := range typ.NumField() {

@@ -340,6 +340,7 @@ func TestASignalledApplyGivesTheLockBack(t *testing.T) {
 // (another apply of another catalogue) holding it is waited for, and the decision is made after,
 // from the file as that writer left it.
 func TestAccountsWithNoServerWaitForTheDirectoryLock(t *testing.T) {
+	t.Parallel()
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	mint(t, dir, "--missing")
 	conf := t.TempDir()

@@ -23,6 +23,7 @@ import (
 // committed one. The server reloads on the accounts file's digest, so an order-dependent emit would
 // reload the whole bus for nothing.
 func TestEmitIgnoresFileListAndKeyOrder(t *testing.T) {
+	t.Parallel()
 	straight := copyCatalogue(t, "../../examples/mesh", false)
 	shuffled := copyCatalogue(t, "../../examples/mesh", true)
 	// The copy is reordered as promised, or the comparison below proves nothing: the loader reads
@@ -194,6 +195,7 @@ func reverse(n *yaml.Node) {
 // that event move: a filter in plan.json and the consumer's row in permissions.md, and nothing
 // in accounts.conf, since the consumer's grants do not depend on its filters.
 func TestOneChangedManifestChangesFewGoldenLines(t *testing.T) {
+	t.Parallel()
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	before := filepath.Join(dir, "before")
 	if code, _, errs := meshc(t, "emit", dir, "-o", before); code != 0 {

@@ -155,6 +155,7 @@ func TestTheCommandsPagesOperatorPath(t *testing.T) {
 // new-bus input applies main with --new-bus, where the apply on push (the reviewed plan) would
 // refuse to start the mesh empty and has no way to be told otherwise.
 func TestTheWorkflowStartsANewBusByHand(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../examples/github/meshc.yml")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // approval without from and to, which approves nothing: a reader copying it was told so by
 // approval-unmatched.
 func TestTheCatalogueDocsApprovalApprovesItsBreak(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../docs/catalogue.md")
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // clusters laid out without newrank, so this is the test that the dot emit writes can be drawn.
 // .ci/run installs Graphviz: CI never skips it.
 func TestTheWholeMeshIsDrawnAsAPicture(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("dot"); err != nil {
 		t.Skip("Graphviz (dot) is not installed")
 	}

@@ -78,6 +78,7 @@ func TestHelpListsExactlyTheDeclaredFlags(t *testing.T) {
 
 // The completion scripts name every command and, for each, every flag it declares.
 func TestCompletionNamesEveryCommandAndFlag(t *testing.T) {
+	t.Parallel()
 	script := map[string]string{}
 	for _, shell := range shells {
 		code, out, errs := meshc(t, "completion", shell)
@@ -131,6 +132,7 @@ func firstWords(s, prefix string) string {
 // help prints them, and the README's table of commands is each command's summary: both rendered
 // from the command values, so neither is a list kept by hand.
 func TestTheCommandsPageListsEveryCommandsFlags(t *testing.T) {
+	t.Parallel()
 	const begin, end = "<!-- flags: generated from the commands by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /flags -->"
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(commands)) {
@@ -142,6 +144,7 @@ func TestTheCommandsPageListsEveryCommandsFlags(t *testing.T) {
 }
 
 func TestTheREADMEListsTheCommands(t *testing.T) {
+	t.Parallel()
 	const begin, end = "<!-- commands: generated from the commands by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /commands -->"
 	var b strings.Builder
 	b.WriteString("| command | what it does |\n| --- | --- |\n")

@@ -17,6 +17,7 @@ import (
 // committed cleanly. Every file the loader reads must wake both hooks, wherever the catalogue
 // sits in its repository; the golden files wake the emit check.
 func TestTheHooksSeeEveryCatalogueFile(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../.pre-commit-hooks.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ const module = "github.com/meshc-dev/meshc/"
 // apply's tests imported emit: a loop nobody could see from either end). The table is read from
 // the README, so the rule a reader sees is the rule CI enforces.
 func TestTheImportRule(t *testing.T) {
+	t.Parallel()
 	allowed := importTable(t)
 	pkgs := meshcPackages(t)
 	if len(pkgs) < 10 {

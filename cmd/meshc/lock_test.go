@@ -21,6 +21,7 @@ import (
 // lock and reads the bus after it, so both succeed, the bus ends as one of them, and a plan of
 // that one shows nothing to change.
 func TestTwoApplyCommandsAtOnceEndAsOneCatalogue(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t)
 	a := cataloguetest.Extract(t, "testdata/reload.txtar")
 	b := cataloguetest.Extract(t, "testdata/reload.txtar")
@@ -56,6 +57,7 @@ func TestTwoApplyCommandsAtOnceEndAsOneCatalogue(t *testing.T) {
 // A held lock turns `meshc apply` away after --lock-timeout with exit 2 naming the holder;
 // --break-lock says whose it was; then apply runs.
 func TestApplyWaitsForTheLockAndBreakLockNamesTheHolder(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t)
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	nc, err := nats.Connect(s.ClientURL())
@@ -93,6 +95,7 @@ func TestApplyWaitsForTheLockAndBreakLockNamesTheHolder(t *testing.T) {
 // The lock's bucket has the replica count the server can hold, asked of the server: a single
 // server named three times in the URL list is still a single server.
 func TestApplyToOneServerNamedThreeTimes(t *testing.T) {
+	t.Parallel()
 	s := natstest.JetStream(t)
 	dir := cataloguetest.Extract(t, "testdata/reload.txtar")
 	urls := strings.Join([]string{s.ClientURL(), s.ClientURL(), s.ClientURL()}, ",")

@@ -33,6 +33,7 @@ func recorded(t *testing.T, dir string) map[string]string {
 // hash: every password printed verifies against what credentials.yaml ends up holding. Before
 // the lock, a mint's write dropped the hashes another had recorded since it read the file.
 func TestConcurrentMintsLoseNoHash(t *testing.T) {
+	t.Parallel()
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	os.Remove(filepath.Join(dir, catalogue.CredentialsFile))
 	// Forty people, forty users to race over.
@@ -99,6 +100,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space
 // `meshc mint … > /dev/full`: the password cannot be printed, so its hash is not recorded, and
 // the exit status says so. Before, mint exited 0 with the hash recorded and the password lost.
 func TestAPasswordThatCannotBePrintedIsNotRecorded(t *testing.T) {
+	t.Parallel()
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	path := filepath.Join(dir, catalogue.CredentialsFile)
 	before, _ := os.ReadFile(path)
@@ -115,6 +117,7 @@ func TestAPasswordThatCannotBePrintedIsNotRecorded(t *testing.T) {
 // A credentials.yaml that cannot be recorded into is found before any password is printed: it is
 // a finding of the catalogue (exit 1), and EditCredentials refuses it too (catalogue's tests).
 func TestMintRefusesACredentialsFileItCannotRewrite(t *testing.T) {
+	t.Parallel()
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	path := filepath.Join(dir, catalogue.CredentialsFile)
 	h := recorded(t, dir)["mesh-controller"]
@@ -151,6 +154,7 @@ func (a *afterWrite) Write(p []byte) (int, error) {
 // Printed, then not recorded (the catalogue's directory vanished in between): mint says the
 // printed passwords will not work, and fails, rather than exit 0 over passwords nobody can use.
 func TestARecordingThatFailsAfterPrintingSaysSo(t *testing.T) {
+	t.Parallel()
 	dir := copyCatalogue(t, "../../examples/mesh", false)
 	out := &afterWrite{then: func() {
 		os.RemoveAll(dir)

@@ -19,6 +19,7 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite the generated text of 
 // The README's rule table is rendered from lint.Rules, the table that also drives `meshc lint
 // --list` and the SARIF metadata, so the three cannot drift apart.
 func TestREADMERuleTableMatchesTheRules(t *testing.T) {
+	t.Parallel()
 	const begin, end = "<!-- rules: generated from lint.Rules by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /rules -->"
 	var b strings.Builder
 	b.WriteString("| rule | severity | catches | why it exists |\n| --- | --- | --- | --- |\n")
@@ -98,6 +99,7 @@ func TestNamedMeshcRefsExist(t *testing.T) {
 // `meshc schema --out .schema` writes for that file: a path that is right in modules/ is wrong
 // one directory deeper.
 func TestTheCommandsPagesSchemaPathsResolve(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../docs/commands.md")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meshc-dev/meshc/internal/natsproc"
 	"github.com/meshc-dev/meshc/internal/natsserver"
+	"github.com/meshc-dev/meshc/internal/testwait"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -55,6 +56,8 @@ func (h hermetic) Run() int {
 			os.Unsetenv(name)
 		}
 	}
+	// Four at a time: the scripts compute, the tests beside them mostly wait on servers.
+	testwait.Parallel(4)
 	return h.m.Run()
 }
 

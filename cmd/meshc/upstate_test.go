@@ -19,6 +19,7 @@ import (
 // not touch the first's store; once the first stops, the directory is free again. Before, the
 // two shared one JetStream store and lost acknowledged messages.
 func TestASecondUpOnOneStateDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	state := filepath.Join(t.TempDir(), "state")
 	var stdout, stderr syncBuffer
@@ -46,6 +47,7 @@ func TestASecondUpOnOneStateDirectoryIsRefused(t *testing.T) {
 // The default state directory, DIR/.meshc, holds plaintext development passwords: `git add -A`
 // in the user's repository must pick up nothing from it.
 func TestNothingInTheStateDirectoryIsCommitted(t *testing.T) {
+	t.Parallel()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("no git")
@@ -77,6 +79,7 @@ func TestNothingInTheStateDirectoryIsCommitted(t *testing.T) {
 // stops before proving the sample flow; cancelled before it starts, it applies nothing. Before,
 // --once ran to its end whatever was pressed.
 func TestCtrlCStopsUpOnce(t *testing.T) {
+	t.Parallel()
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +117,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // When the embedded server cannot start, up says the system's own reason, not only that the
 // server "did not become ready in 10 s".
 func TestUpSaysWhyTheServerCannotStart(t *testing.T) {
+	t.Parallel()
 	dir := cataloguetest.Extract(t, "testdata/up.txtar")
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

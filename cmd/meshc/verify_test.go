@@ -26,6 +26,7 @@ import (
 // principal, the subject and the line of accounts.conf that let it through — in text, JSON and
 // SARIF alike.
 func TestVerifyTheExampleAndAHandWidenedCopy(t *testing.T) {
+	t.Parallel()
 	code, out, errs := meshc(t, "verify", "../../examples/mesh")
 	if code != exitOK {
 		t.Fatalf("meshc verify examples/mesh exited %d:\n%s%s", code, out, errs)
@@ -87,6 +88,7 @@ func TestVerifyTheExampleAndAHandWidenedCopy(t *testing.T) {
 // A flag verify would ignore is refused: it connects as each principal, never as one user (it has
 // no --user), and --credentials means nothing without a live bus.
 func TestVerifyRefusesFlagsItWouldIgnore(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"verify", "--user", "mesh-controller", "../../examples/mesh"},
 		{"verify", "--credentials", t.TempDir(), "../../examples/mesh"},
@@ -105,6 +107,7 @@ func TestVerifyRefusesFlagsItWouldIgnore(t *testing.T) {
 // delivers anything. The same bus with a grant added by hand to its accounts file, reloaded, is
 // a failure naming the principal.
 func TestVerifyALiveBusAndChangeNothing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a bus of its own")
 	}
@@ -236,6 +239,7 @@ func TestTheActionVerifiesWhenAsked(t *testing.T) {
 // docs/commands.md's table of verify's classes is rendered from verify.Classes, the table that
 // also drives verify's help and its SARIF rules.
 func TestTheCommandsPagesVerifyClassesMatchTheClasses(t *testing.T) {
+	t.Parallel()
 	const begin, end = "<!-- verify classes: generated from verify.Classes by `go test ./cmd/meshc -update-docs` -->\n", "<!-- /verify classes -->"
 	var b strings.Builder
 	b.WriteString("| class | tries | a failure means |\n| --- | --- | --- |\n")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestVersionSaysWhatABugReportNeeds(t *testing.T) {
+	t.Parallel()
 	info := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.4.0"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}
 	got := versionText(info)
@@ -39,6 +40,7 @@ func TestVersionSaysWhatABugReportNeeds(t *testing.T) {
 // recorded in it, read back from the file: -ldflags sets buildinfo's variables, which this test
 // binary leaves empty, and nothing else the text reads.
 func TestVersionOfABuildWithoutVCS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds meshc")
 	}
