@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -416,5 +417,24 @@ func TestReadPlanJSONRefuses(t *testing.T) {
 	// Quiet: an empty plan reads as an empty plan.
 	if p, err := ReadPlanJSON([]byte(`{"streams": [], "consumers": []}`)); err != nil || len(p.Streams)+len(p.Consumers) != 0 {
 		t.Errorf("empty plan: %v, %v", p, err)
+	}
+}
+
+// The refusal names up to ten users without a hash and counts the rest: a fresh catalogue of
+// 10,000 modules lacks 24,655, and naming every one made a line of 600 KB.
+func TestMissingHashesAreNamedUpToTenAndCounted(t *testing.T) {
+	p := testPlan()
+	for i := range 12 {
+		p.Users = append(p.Users, compiler.User{Name: fmt.Sprintf("person.p%02d", i), Kind: compiler.KindPerson, Publish: nothing,
+			Subscribe: allow(fmt.Sprintf("_INBOX.person.p%02d.>", i))})
+	}
+	_, err := Accounts(p, AccountsOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"person.p09", and 2 more:`) || strings.Contains(err.Error(), "p10") {
+		t.Errorf("12 users without a hash: %v; want ten named and 2 more", err)
+	}
+	p.Users = p.Users[:len(p.Users)-10]
+	_, err = Accounts(p, AccountsOptions{})
+	if err == nil || !strings.Contains(err.Error(), `"person.p00", "person.p01": `) || strings.Contains(err.Error(), "more") {
+		t.Errorf("2 users without a hash: %v; want both named and no count", err)
 	}
 }
