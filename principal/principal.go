@@ -169,6 +169,9 @@ func (c *Conn) Violated(want, what string, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
 	for {
 		c.mu.Lock()
+		// Read under the lock the handler records under, with the list: once the last error is
+		// recorded, every violation before it is in the list too.
+		settled := last == nil || c.each[last]
 		i := slices.IndexFunc(c.violations, func(v string) bool { return strings.Contains(v, want) })
 		if i >= 0 {
 			c.violations = slices.Delete(c.violations, i, i+1)
@@ -182,7 +185,7 @@ func (c *Conn) Violated(want, what string, wait time.Duration) error {
 		}
 		// Every violation sent before the flush is in, and none was this: said now, not after
 		// wait (a widened grant made verify wait out each refusal it expected, 10 s each).
-		if c.RecordedBefore(last) {
+		if settled {
 			return fmt.Errorf("the server did not refuse %s %s: it answered the flush after it without that violation (violations seen: %v)", c.User, what, c.Seen())
 		}
 		if time.Now().After(deadline) {
