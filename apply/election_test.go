@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meshc-dev/meshc/apply/wire"
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/meshc-dev/meshc/compiler"
 	"github.com/meshc-dev/meshc/internal/natsproc"
@@ -150,4 +151,28 @@ func TestALockRequestLostToAStoppedLeaderIsAskedAgain(t *testing.T) {
 	}
 	lock.Release(context.Background())
 	t.Logf("the lock was taken %s after its stream's leader stopped", time.Since(start).Round(time.Millisecond))
+}
+
+// A server without JetStream of its own, in a cluster whose other servers run it, has its
+// JetStream API answered by them: its INFO saying it has none shortens only the wait on "no
+// responders" (wire.Bus.CheckJetStream), and never refuses a bus that answers.
+func TestAServerWithoutJetStreamInAJetStreamClusterIsAnswered(t *testing.T) {
+	c := runCluster(t, func(o *server.Options) {
+		if o.ServerName == "n3" {
+			o.JetStream = false
+		}
+	})
+	bus, err := wire.Connect(wire.Endpoint{URL: fmt.Sprintf("nats://127.0.0.1:%d", c.opts[2].Port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bus.Close()
+	if js, _ := bus.Conn.ConnectedServerJetStream(); js {
+		t.Fatal("n3 says in its INFO that it runs JetStream")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := bus.CheckJetStream(ctx, 2*time.Second); err != nil {
+		t.Fatalf("the JetStream check through a server without JetStream of its own: %v", err)
+	}
 }

@@ -141,7 +141,7 @@ func (c *cluster) waitReady() {
 	testwait.For(c.t, "the cluster to elect a meta leader with every running node current", 15*time.Second, func() bool {
 		leader, current := false, true
 		for _, s := range c.servers {
-			if s == nil {
+			if s == nil || !s.JetStreamEnabled() {
 				continue
 			}
 			leader = leader || s.JetStreamIsLeader()

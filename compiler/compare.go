@@ -460,21 +460,16 @@ func CompareKeys(base, head *Plan) []KeyChange {
 		return nil
 	}
 	var out []KeyChange
-	add := func(what, was, now, means string) {
+	// account is "" for the operator's side's keys.
+	add := func(what, account, was, now, means string) {
 		if was != now {
-			out = append(out, KeyChange{What: what, Was: was, Now: now, Means: means})
+			out = append(out, KeyChange{What: what, Account: account, Was: was, Now: now, Means: means})
 		}
 	}
-	addAccount := func(name, was, now, means string) {
-		add("account "+name, was, now, means)
-		if was != now {
-			out[len(out)-1].Account = name
-		}
-	}
-	add("operator", b.Operator, h.Operator, "the servers trust the operator their configuration names: each must be given the new operator's (meshc operator init writes it), or every account apply pushes is refused")
-	add("signing key", b.SigningKey, h.SigningKey, "every account is signed with it: the servers must trust it (the operator's JWT lists it), and CI's MESHC_OPERATOR_SIGNING_KEY must be its seed")
-	add("system account", b.SystemAccount, h.SystemAccount, "the servers' system account, whose user pushes the accounts: their configuration and CI's MESHC_SYSTEM_CREDS must name the new one")
-	add("probe key", b.ProbeKey, h.ProbeKey, "apply proves each account it pushes by a user this key signs: every account is pushed again with the new one")
+	add("operator", "", b.Operator, h.Operator, "the servers trust the operator their configuration names: each must be given the new operator's (meshc operator init writes it), or every account apply pushes is refused")
+	add("signing key", "", b.SigningKey, h.SigningKey, "every account is signed with it: the servers must trust it (the operator's JWT lists it), and CI's MESHC_OPERATOR_SIGNING_KEY must be its seed")
+	add("system account", "", b.SystemAccount, h.SystemAccount, "the servers' system account, whose user pushes the accounts: their configuration and CI's MESHC_SYSTEM_CREDS must name the new one")
+	add("probe key", "", b.ProbeKey, h.ProbeKey, "apply proves each account it pushes by a user this key signs: every account is pushed again with the new one")
 	for _, name := range sortedKeys(h.Accounts) {
 		was, ok := b.Accounts[name]
 		if !ok || was == "" || h.Accounts[name] == "" {
@@ -484,7 +479,7 @@ func CompareKeys(base, head *Plan) []KeyChange {
 		if name == head.Account {
 			means = "the mesh's account holds every stream under its key: apply refuses to move it (put the old key back, or move the streams first)"
 		}
-		addAccount(name, was, h.Accounts[name], means)
+		add("account "+name, name, was, h.Accounts[name], means)
 	}
 	return out
 }

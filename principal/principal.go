@@ -114,7 +114,7 @@ func (c *Conn) SawNoViolation() error {
 	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
-	if err := c.NC.LastError(); errors.Is(err, nats.ErrPermissionViolation) && err != c.clearedErr() {
+	if err := c.untaken(); err != nil {
 		return fmt.Errorf("%s was refused: %v (all violations: %v)", c.User, err, c.Seen())
 	}
 	if v := c.Seen(); len(v) > 0 {
@@ -153,10 +153,16 @@ func (c *Conn) RecordedBefore(last error) bool {
 	return c.each[last]
 }
 
-func (c *Conn) clearedErr() error {
+// untaken is the connection's last error when it is a violation no try has taken yet: the
+// server's refusal of what this connection did since, once a flush has returned.
+func (c *Conn) untaken() error {
+	last := c.NC.LastError()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cleared
+	if errors.Is(last, nats.ErrPermissionViolation) && last != c.cleared {
+		return last
+	}
+	return nil
 }
 
 // Violated waits up to wait for a violation containing want on this connection and takes it;
@@ -265,8 +271,8 @@ func (c *Conn) PublishesAndIsStored(ctx context.Context, subject, stream, body s
 	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
 		return fmt.Errorf("%s: %w", c.User, err)
 	}
-	if last := c.NC.LastError(); errors.Is(last, nats.ErrPermissionViolation) && last != c.clearedErr() {
-		return fmt.Errorf("%s publishing %s got no PubAck: %v (violations: %v)", c.User, subject, last, c.Seen())
+	if refused := c.untaken(); refused != nil {
+		return fmt.Errorf("%s publishing %s got no PubAck: %v (violations: %v)", c.User, subject, refused, c.Seen())
 	}
 	var ack *jetstream.PubAck
 	select {

@@ -15,26 +15,8 @@ import (
 // An inert publish proves the grant and reaches the stream that captures its subject, which
 // answers it and stores nothing; a batch of tries returns exactly those the server let through.
 func TestAnInertPublishStoresNothingAndABatchFindsWhatIsLetThrough(t *testing.T) {
-	s := natstest.JetStream(t, func(o *server.Options) {
-		o.Users = []*server.User{
-			{Username: "admin", Password: "a"},
-			{Username: "bob", Password: "b", Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: []string{"orders.>", "$JS.API.>"}},
-				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.bob.>", "orders.eu"}},
-			}},
-		}
-	})
-	_, js := natstest.Connect(t, s.ClientURL(), nats.UserInfo("admin", "a"))
+	bob, st := bobBeside(t, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}, "orders.eu")
 	ctx := context.Background()
-	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bob, err := Connect(s.ClientURL(), "bob", nats.UserInfo("bob", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bob.Close()
 	stream, err := bob.PublishesInert("orders.eu", Wait)
 	if err != nil || stream != "ORDERS" {
 		t.Fatalf("an inert publish was answered by %q, %v; want ORDERS", stream, err)
@@ -72,25 +54,8 @@ func TestAnInertPublishStoresNothingAndABatchFindsWhatIsLetThrough(t *testing.T)
 // writes a violation before the PONG that ends it. A widened grant made verify wait out every
 // refusal it expected (10 s each), and a narrowed one every publish it expected answered.
 func TestARefusalOrItsAbsenceIsSaidAtTheFlush(t *testing.T) {
-	s := natstest.JetStream(t, func(o *server.Options) {
-		o.Users = []*server.User{
-			{Username: "admin", Password: "a"},
-			{Username: "bob", Password: "b", Permissions: &server.Permissions{
-				Publish:   &server.SubjectPermission{Allow: []string{"orders.>", "$JS.API.>"}},
-				Subscribe: &server.SubjectPermission{Allow: []string{"_INBOX.bob.>"}},
-			}},
-		}
-	})
-	_, js := natstest.Connect(t, s.ClientURL(), nats.UserInfo("admin", "a"))
+	bob, _ := bobBeside(t, jetstream.StreamConfig{Name: "ALL", Subjects: []string{"orders.>", "payments.>"}})
 	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ALL", Subjects: []string{"orders.>", "payments.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	bob, err := Connect(s.ClientURL(), "bob", nats.UserInfo("bob", "b"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bob.Close()
 	const long = time.Minute
 	quickly := func(what string, f func() error, wantErr bool) {
 		t.Helper()
@@ -129,4 +94,30 @@ func TestARefusalOrItsAbsenceIsSaidAtTheFlush(t *testing.T) {
 		defer cancel()
 		return bob.PublishesAndIsStored(ctx, "orders.eu", "ALL", "x")
 	}, false)
+}
+
+// bobBeside starts a server holding stream, made by an admin, and connects bob, who may publish
+// orders.> and the JetStream API and subscribe his inbox and subscribe.
+func bobBeside(t *testing.T, stream jetstream.StreamConfig, subscribe ...string) (*Conn, jetstream.Stream) {
+	t.Helper()
+	s := natstest.JetStream(t, func(o *server.Options) {
+		o.Users = []*server.User{
+			{Username: "admin", Password: "a"},
+			{Username: "bob", Password: "b", Permissions: &server.Permissions{
+				Publish:   &server.SubjectPermission{Allow: []string{"orders.>", "$JS.API.>"}},
+				Subscribe: &server.SubjectPermission{Allow: append([]string{"_INBOX.bob.>"}, subscribe...)},
+			}},
+		}
+	})
+	_, js := natstest.Connect(t, s.ClientURL(), nats.UserInfo("admin", "a"))
+	st, err := js.CreateStream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := Connect(s.ClientURL(), "bob", nats.UserInfo("bob", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bob.Close)
+	return bob, st
 }

@@ -141,7 +141,7 @@ func (c *Conn) PublishesInert(subject string, wait time.Duration) (stream string
 	if err := c.NC.FlushTimeout(flushWait(1)); err != nil {
 		return "", fmt.Errorf("%s: %w", c.User, err)
 	}
-	if last := c.NC.LastError(); errors.Is(last, nats.ErrPermissionViolation) && last != c.clearedErr() {
+	if c.untaken() != nil {
 		return "", c.SawNoViolation()
 	}
 	m, err := sub.NextMsg(wait)

@@ -181,7 +181,8 @@ func (b *Bus) CheckJetStream(ctx context.Context, timeout time.Duration) error {
 	// "No responders" is seen for a moment while a server restarts; for longer, it is a server
 	// (or an account) without JetStream, said without a minute of retries.
 	// A server that says in its INFO it runs no JetStream is waited for a second only: what
-	// could still answer is a JetStream peer in its cluster, coming back.
+	// could still answer is a JetStream peer in its cluster, coming back (its peers answer for
+	// it: apply's TestAServerWithoutJetStreamInAJetStreamClusterIsAnswered).
 	wait := timeout
 	if js, _ := b.Conn.ConnectedServerJetStream(); !js {
 		wait = min(wait, time.Second)
