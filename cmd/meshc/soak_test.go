@@ -52,7 +52,7 @@ func TestSoak(t *testing.T) {
 	isolateNATSSettings(t)
 	s := &soak{t: t, r: rand.New(rand.NewPCG(*soakSeed, 0x5eed)), dir: t.TempDir(), pw: map[string]string{},
 		workers: map[string]*soakWorker{}, acked: map[string]map[string]time.Time{}, published: map[string]int{},
-		uncertain: map[string]int{}, baseline: map[string]uint64{}}
+		uncertain: map[string]int{}, baseline: map[string]uint64{}, history: map[string][]string{}}
 	t.Logf("soak: seed %d for %s", *soakSeed, *soakFor)
 	s.cat = newSoakCatalogue(s.r)
 	s.cat.write(t, s.dir)
@@ -111,8 +111,11 @@ type soak struct {
 	dropsAllowed bool
 	// lastFault is when a node was last killed or stopped, lastApply what the last apply that
 	// exited 0 said: to say beside a violation.
-	lastFault  time.Time
-	lastApply  string
+	lastFault time.Time
+	lastApply string
+	// history is, per consumer, what was done to it (made legacy, replaced) and when: said
+	// beside a violation of its.
+	history    map[string][]string
 	violations []string
 	stats      soakStats
 	faults     sync.WaitGroup
@@ -312,7 +315,30 @@ func (s *soak) apply(flags []string, faulted bool) (int, string) {
 	if code == exitOK {
 		s.stats.replaces += strings.Count(out.String(), "-/+ consumer")
 	}
+	s.consumersChanged(code, out.String())
 	return code, out.String()
+}
+
+// consumersChanged keeps what an apply said it does to each consumer, and ends the life of each
+// it deletes: --prune lets a consumer's position go (docs/commands.md, the data-loss flags), so
+// one made again later under the same name is a new consumer, which delivers from its own start
+// what the old one acknowledged. The plan is printed before the first write, so an apply killed
+// before it deleted nothing; one that says nothing was changed did not either.
+func (s *soak) consumersChanged(code int, out string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unchanged := strings.Contains(out, "nothing was changed")
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "consumer" {
+			continue
+		}
+		name := f[2][strings.LastIndex(f[2], "/")+1:]
+		s.history[name] = append(s.history[name], fmt.Sprintf("an apply that ended at %s exiting %d said %q", time.Now().Format(time.StampMilli), code, strings.TrimSpace(line)))
+		if f[0] == "-" && !unchanged {
+			delete(s.acked, name)
+		}
+	}
 }
 
 // count adds one to a count the faults keep.
@@ -331,6 +357,7 @@ func (s *soak) fault(d time.Duration, f func()) {
 		s.mu.Lock()
 		s.lastFault = time.Now()
 		s.mu.Unlock()
+		s.t.Logf("soak: a node fault at %s", s.lastFault.Format(time.StampMilli))
 		f()
 	}()
 }
@@ -500,6 +527,10 @@ func (s *soak) makeLegacy() string {
 		return ""
 	}
 	s.stats.legacy++
+	s.mu.Lock()
+	s.history[name] = append(s.history[name], fmt.Sprintf("made legacy at %s from stream sequence %d (ack floor %d, delivered %d)",
+		time.Now().Format(time.StampMilli), cfg.OptStartSeq, info.AckFloor.Stream, info.Delivered.Stream))
+	s.mu.Unlock()
 	return "consumer " + name + " made legacy (max_waiting 100)"
 }
 
@@ -639,8 +670,13 @@ func (s *soak) read(ctx context.Context, w *soakWorker) {
 				id := string(m.Data())
 				s.mu.Lock()
 				if at, ok := s.acked[w.consumer][id]; ok {
-					s.violations = append(s.violations, fmt.Sprintf("seed %d: consumer %s delivered %s again, acknowledged (and confirmed) at %s; the last node fault was at %s",
-						*soakSeed, w.consumer, id, at.Format(time.StampMilli), s.lastFault.Format(time.StampMilli)))
+					meta, _ := m.Metadata()
+					var seq, delivered uint64
+					if meta != nil {
+						seq, delivered = meta.Sequence.Stream, meta.NumDelivered
+					}
+					s.violations = append(s.violations, fmt.Sprintf("seed %d: consumer %s delivered %s again at %s (stream sequence %d, delivery %d), acknowledged (and confirmed) at %s; the last node fault was at %s; what was done to the consumer: %s",
+						*soakSeed, w.consumer, id, time.Now().Format(time.StampMilli), seq, delivered, at.Format(time.StampMilli), s.lastFault.Format(time.StampMilli), strings.Join(s.history[w.consumer], "; ")))
 				}
 				s.mu.Unlock()
 				actx, cancel := context.WithTimeout(ctx, 5*time.Second)
