@@ -43,47 +43,71 @@ func (o *ownFiles) digested(rel string, data []byte) {
 // named pipe blocks until something writes to it — pre-commit hanging for ever.
 //
 // The file is opened non-blocking and checked again through its descriptor, so swapping the
-// file for a pipe between the look and the open fails rather than hangs.
+// file for a pipe between the look and the open fails rather than hangs. A file replaced by
+// another regular file meanwhile — meshc mint, an editor or git writing it anew and renaming it
+// into place — is looked at and opened again, a few times: forty concurrent mints of one
+// catalogue refused each other's loads as "changed while it was being opened".
 func (o *ownFiles) open(rel string) (*os.File, string) {
 	p := filepath.Join(o.root, filepath.FromSlash(rel))
+	for try := 1; ; try++ {
+		f, refusal, replaced := o.openOnce(p)
+		if !replaced || try == openTries {
+			return f, refusal
+		}
+	}
+}
+
+// openTries bounds how often a file replaced between the look and the open is tried again.
+const openTries = 5
+
+// betweenLookAndOpen, when set, runs between the look at a file and its open: the tests'
+// way to replace the file in that moment.
+var betweenLookAndOpen func(real string)
+
+// openOnce is one look and one open; replaced says the file that was opened is another regular
+// file than the one looked at, which a new try may read whole.
+func (o *ownFiles) openOnce(p string) (f *os.File, refusal string, replaced bool) {
 	// A file that is not a symlink is where its directory really is: only the directory's real
 	// path needs resolving, once. A symlink is resolved whole.
 	info, err := os.Lstat(p)
 	if err != nil {
-		return nil, "cannot be read: " + plainError(err)
+		return nil, "cannot be read: " + plainError(err), false
 	}
 	var real string
 	if info.Mode()&fs.ModeSymlink == 0 {
 		dir, err := o.realDir(filepath.Dir(p))
 		if err != nil {
-			return nil, "cannot be read: " + plainError(err)
+			return nil, "cannot be read: " + plainError(err), false
 		}
 		real = filepath.Join(dir, filepath.Base(p))
 	} else if real, err = filepath.EvalSymlinks(p); err != nil {
-		return nil, "cannot be read: " + plainError(err)
+		return nil, "cannot be read: " + plainError(err), false
 	}
 	if !inside(o.root, real) {
 		return nil, "is a symbolic link to a file outside the catalogue, so it is not read; " +
-			"a catalogue file lives in the catalogue (copy it in, or delete the link)"
+			"a catalogue file lives in the catalogue (copy it in, or delete the link)", false
 	}
 	if info.Mode()&fs.ModeSymlink != 0 {
 		if info, err = os.Stat(real); err != nil {
-			return nil, "cannot be read: " + plainError(err)
+			return nil, "cannot be read: " + plainError(err), false
 		}
 	}
 	if !info.Mode().IsRegular() {
-		return nil, notRegular(info.Mode())
+		return nil, notRegular(info.Mode()), false
 	}
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if betweenLookAndOpen != nil {
+		betweenLookAndOpen(real)
+	}
+	f, err = os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, "cannot be read: " + plainError(err)
+		return nil, "cannot be read: " + plainError(err), false
 	}
 	opened, err := f.Stat()
 	if err != nil || !opened.Mode().IsRegular() || !os.SameFile(info, opened) {
 		f.Close()
-		return nil, "changed while it was being opened, so it is not read; run meshc again"
+		return nil, "changed while it was being opened, so it is not read; run meshc again", err == nil && opened.Mode().IsRegular()
 	}
-	return f, ""
+	return f, "", false
 }
 
 // realDir is filepath.EvalSymlinks of a directory, resolved once per load.
