@@ -21,6 +21,7 @@ import (
 // the catalogue's words with what it breaks, and, from a fork, show the plan in the job summary
 // without commenting or uploading, failing only on findings.
 func TestTheAction(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -362,6 +363,7 @@ func evalIf(t *testing.T, e string, ctx map[string]string) string {
 // when it is a commit, else what the ref names in the action's repository, and nothing extra
 // in a git checkout, where Go says it itself. A stand-in `go` records how it was asked to build.
 func TestTheActionsMeshcNamesItsCommit(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}

@@ -29,6 +29,7 @@ func TestCommentsCiteTheRepository(t *testing.T) {
 
 // The checker fires on each kind of bad citation and passes good ones.
 func TestCitationCheckFiresAndStaysQuiet(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	write := func(name, text string) { writeFile(t, root, name, text) }
 	write("docs/nats.md", "# What meshc relies on\n\n## Config quoting\n\n```\n## Not a heading\n```\n\n### Ack subjects\n\n## Ack subjects\n")

@@ -36,10 +36,11 @@ func emittedBus(t *testing.T, serverConf func(state string) string) (dir, url st
 }
 
 // emittedBusWith is emittedBus with the accounts file edited first: a server still running an
-// older meshc's file.
+// older meshc's file. The machine's NATS settings are kept out by hermetic.Run for the whole
+// process; a test that writes a context or sets a variable isolates itself
+// (isolateNATSSettings), and cannot be parallel.
 func emittedBusWith(t *testing.T, serverConf func(state string) string, edit func([]byte) []byte) (dir, url string, pw map[string]string) {
 	t.Helper()
-	isolateNATSSettings(t)
 	dir = cataloguetest.Extract(t, "testdata/up.txtar")
 	pw = mint(t, dir, "--missing")
 	if code, _, errs := meshc(t, "emit", dir); code != 0 {
@@ -155,8 +156,8 @@ func TestPlanAndApplyAsTheMeshControllerByFlags(t *testing.T) {
 // NATS_CONTEXT and as the CLI's selected context; the inbox prefix comes from the catalogue when
 // the context names none, from the context's inbox_prefix when it does, and a flag overrides both.
 func TestPlanAsTheMeshControllerByContext(t *testing.T) {
+	config := isolateNATSSettings(t)
 	dir, url, pw := emittedBus(t, nil)
-	config := os.Getenv("XDG_CONFIG_HOME")
 	writeContext(t, config, "ci", map[string]string{"url": url, "user": "mesh-controller", "password": pw["mesh-controller"]})
 
 	code, out, errs := meshc(t, "plan", dir, "--context", "ci")
@@ -208,6 +209,7 @@ func TestPlanAsTheMeshControllerByContext(t *testing.T) {
 // A refusal of any kind ends the command within seconds, exit 2, naming the user, the subject and
 // the grant it lacks; it is never retried as if the server were down.
 func TestARefusalStopsAtOnceAndSaysWhichGrantIsMissing(t *testing.T) {
+	t.Parallel()
 	dir, url, pw := emittedBus(t, nil)
 
 	t.Run("a module's user trying to apply", func(t *testing.T) {
@@ -247,6 +249,7 @@ func TestARefusalStopsAtOnceAndSaysWhichGrantIsMissing(t *testing.T) {
 // lock's bucket refuses the controller; the message says the file is stale and how to deliver it,
 // not to connect as the user it already is.
 func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
+	t.Parallel()
 	dir, url, pw := emittedBusWith(t, nil, func(b []byte) []byte {
 		return bytes.ReplaceAll(b, []byte(`"$KV.meshc.>"`), []byte(`"$KV.elsewhere.>"`))
 	})
@@ -264,6 +267,7 @@ func TestAStaleAccountsFileIsSaidToBeStale(t *testing.T) {
 // The apply lock works as mesh-controller with the emitted accounts file: a second apply waits,
 // then exits 2 naming the holder; --break-lock says whose it was; the next apply goes through.
 func TestTheApplyLockAsTheMeshController(t *testing.T) {
+	t.Parallel()
 	dir, url, pw := emittedBus(t, nil)
 	bus, err := wire.Connect(wire.Endpoint{URL: url, User: "mesh-controller", Options: []nats.Option{
 		nats.UserInfo("mesh-controller", pw["mesh-controller"]), nats.CustomInboxPrefix("_INBOX.mesh-controller")}})
@@ -363,6 +367,7 @@ func TestMisconfigurationsAreSaidAtOnce(t *testing.T) {
 // checks permissions (parser.go selectMappedSubject, then the publish check). A wrong domain is
 // said at once.
 func TestAJetStreamDomainIsHonoured(t *testing.T) {
+	t.Parallel()
 	dir, url, pw := emittedBus(t, func(state string) string {
 		return "host: \"127.0.0.1\"\nport: -1\njetstream {\n  store_dir: \"" + filepath.Join(state, "js") + "\"\n  domain: hub\n}\ninclude \"accounts.conf\"\n"
 	})

@@ -30,8 +30,10 @@ func meshcIn(t *testing.T, stdin string, args ...string) (int, string, string) {
 // one recorded is refused before anything is written, and one the bus does not take yet (minted
 // but not delivered) is said after the write.
 func TestAContextForOneUserOfARealBus(t *testing.T) {
+	// The context is written where every NATS client of the process would find it: this test's
+	// configuration home, and so not beside another test.
+	config := isolateNATSSettings(t)
 	dir, url, pw := emittedBus(t, nil)
-	config := os.Getenv("XDG_CONFIG_HOME")
 	if code, _, errs := meshc(t, "apply", dir, "--server", url, "--user", "mesh-controller", "--password", pw["mesh-controller"]); code != 0 {
 		t.Fatalf("apply: %d %s", code, errs)
 	}

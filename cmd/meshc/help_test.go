@@ -47,6 +47,7 @@ var (
 // Every command's help lists every flag it declares and no other, and its usage lines name
 // only flags it declares: the Flags block is rendered from the FlagSet, and this keeps it so.
 func TestHelpListsExactlyTheDeclaredFlags(t *testing.T) {
+	t.Parallel()
 	for name, cmd := range commands {
 		t.Run(name, func(t *testing.T) {
 			declared := declaredFlags(t, name)

@@ -77,6 +77,7 @@ func lineDiff(have, want string) string {
 // this repository (or is main, or @latest): a copied workflow naming a tag that was never made
 // fails on its first run.
 func TestNamedMeshcRefsExist(t *testing.T) {
+	t.Parallel()
 	named := regexp.MustCompile(`(?:meshc-dev/meshc@|cmd/meshc@|\brev:\s+)([A-Za-z0-9._/<>-]+)`)
 	for _, file := range []string{"../../README.md", "../../docs/commands.md", "../../examples/github/meshc.yml", "../../.pre-commit-hooks.yaml", "../../action.yml"} {
 		data, err := os.ReadFile(file)

@@ -64,6 +64,7 @@ func (h hermetic) Run() int {
 // TestScripts runs testdata/script/*.txtar, one story of the command line each.
 // `go test -run TestScripts -update` rewrites the files that cmp compares against.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,

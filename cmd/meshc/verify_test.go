@@ -212,6 +212,7 @@ func busState(t *testing.T, bus *up.Bus) string {
 // The action runs meshc verify when its verify input says so, and not by default: on a push of
 // a catalogue whose golden files are current, the step proves them and the job passes.
 func TestTheActionVerifiesWhenAsked(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: a proof of its own")
 	}
