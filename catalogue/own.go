@@ -61,7 +61,8 @@ func (o *ownFiles) open(rel string) (*os.File, string) {
 const openTries = 5
 
 // betweenLookAndOpen, when set, runs between the look at a file and its open: the tests'
-// way to replace the file in that moment.
+// way to replace the file in that moment. Only a test that is not parallel sets it, so no
+// other load of the package's tests meets it.
 var betweenLookAndOpen func(real string)
 
 // openOnce is one look and one open; replaced says the file that was opened is another regular

@@ -113,8 +113,8 @@ type soak struct {
 	// exited 0 said: to say beside a violation.
 	lastFault time.Time
 	lastApply string
-	// history is, per consumer, what was done to it (made legacy, replaced) and when: said
-	// beside a violation of its.
+	// history is, per consumer, what was done to it (made legacy by the soak; each line an
+	// apply's plan had for it) and when: said beside a violation of its.
 	history    map[string][]string
 	violations []string
 	stats      soakStats
@@ -312,14 +312,12 @@ func (s *soak) apply(flags []string, faulted bool) (int, string) {
 	case code < len(s.stats.exits):
 		s.stats.exits[code]++
 	}
-	if code == exitOK {
-		s.stats.replaces += strings.Count(out.String(), "-/+ consumer")
-	}
 	s.consumersChanged(code, out.String())
 	return code, out.String()
 }
 
-// consumersChanged keeps what an apply said it does to each consumer, and ends the life of each
+// consumersChanged keeps what an apply said it does to each consumer, counts the replaces of one
+// that exited 0, and ends the life of each
 // it deletes: --prune lets a consumer's position go (docs/commands.md, the data-loss flags), so
 // one made again later under the same name is a new consumer, which delivers from its own start
 // what the old one acknowledged. The plan is printed before the first write, so an apply killed
@@ -335,7 +333,10 @@ func (s *soak) consumersChanged(code int, out string) {
 		}
 		name := f[2][strings.LastIndex(f[2], "/")+1:]
 		s.history[name] = append(s.history[name], fmt.Sprintf("an apply that ended at %s exiting %d said %q", time.Now().Format(time.StampMilli), code, strings.TrimSpace(line)))
-		if f[0] == "-" && !unchanged {
+		switch {
+		case f[0] == "-/+" && code == exitOK:
+			s.stats.replaces++
+		case f[0] == "-" && !unchanged:
 			delete(s.acked, name)
 		}
 	}
