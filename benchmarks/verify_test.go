@@ -54,8 +54,12 @@ func goldenOf(b *testing.B, plan *compiler.Plan) string {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	for _, f := range r.Files() {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o600); err != nil {
+	for _, f := range r.Files {
+		data, err := f.Bytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name), data, 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -38,8 +38,8 @@ func TestABarePlanRendersAsTheWholeOne(t *testing.T) {
 				}
 				whole, explained := render(compiler.Compile)
 				bare, plan := render(compiler.CompileBare)
-				for i, f := range whole.Files() {
-					if !bytes.Equal(f.Data, bare.Files()[i].Data) {
+				for i, f := range whole.Files {
+					if !bytes.Equal(bytesOf(t, f), bytesOf(t, bare.Files[i])) {
 						t.Errorf("%s differs between the whole plan and the bare one", f.Name)
 					}
 				}

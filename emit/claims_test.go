@@ -53,7 +53,7 @@ func TestClaimsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Accounts != nil || !bytes.Equal(r.Claims, first) || r.Files()[0].Name != ClaimsFile {
+	if len(r.Files) != 3 || r.Files[0].Name != ClaimsFile || !bytes.Equal(bytesOf(t, r.Files[0]), first) || r.Retired != AccountsFile {
 		t.Error("Render in operator mode does not give claims.json in place of accounts.conf")
 	}
 }

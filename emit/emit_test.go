@@ -371,8 +371,15 @@ func TestRenderIsTheThreeRenderings(t *testing.T) {
 	}
 	accounts, _ := Accounts(p, AccountsOptions{})
 	plan, _ := PlanJSON(p)
-	if !bytes.Equal(r.Accounts, accounts) || !bytes.Equal(r.Plan, plan) || !bytes.Equal(r.Permissions, Permissions(p)) {
-		t.Fatal("Render differs from Accounts, PlanJSON and Permissions")
+	want := map[string][]byte{AccountsFile: accounts, PlanFile: plan, PermissionsFile: Permissions(p)}
+	if len(r.Files) != len(want) || r.Retired != ClaimsFile {
+		t.Fatalf("Render gives %d files retiring %q, want accounts.conf, plan.json and permissions.md retiring claims.json", len(r.Files), r.Retired)
+	}
+	for _, f := range r.Files {
+		// Twice: a rendering is written once to compare and again to write.
+		if !bytes.Equal(bytesOf(t, f), want[f.Name]) || !bytes.Equal(bytesOf(t, f), want[f.Name]) {
+			t.Errorf("Render's %s differs from what its renderer gives alone", f.Name)
+		}
 	}
 	p.Users[0].Hash = ""
 	if _, err := Render(p, AccountsOptions{}); err == nil {
@@ -437,4 +444,14 @@ func TestMissingHashesAreNamedUpToTenAndCounted(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"person.p00", "person.p01": `) || strings.Contains(err.Error(), "more") {
 		t.Errorf("2 users without a hash: %v; want both named and no count", err)
 	}
+}
+
+// bytesOf renders f into memory.
+func bytesOf(t *testing.T, f Rendering) []byte {
+	t.Helper()
+	data, err := f.Bytes()
+	if err != nil {
+		t.Fatalf("rendering %s: %v", f.Name, err)
+	}
+	return data
 }

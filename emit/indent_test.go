@@ -3,6 +3,7 @@ package emit
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -111,10 +112,23 @@ func TestPlanJSONEncodesAsOneValue(t *testing.T) {
 		}
 		plans["example, "+isolation] = p
 	}
+	// Past the writer's buffer several times over: the file is written out as it goes.
+	many := &compiler.Plan{}
+	for i := range 400 {
+		many.Streams = append(many.Streams, compiler.Stream{Config: jetstream.StreamConfig{Name: fmt.Sprintf("S%03d", i), Subjects: []string{fmt.Sprintf("s.%d.>", i)}}})
+		for j := range 4 {
+			many.Consumers = append(many.Consumers, compiler.Consumer{Stream: fmt.Sprintf("S%03d", i),
+				Config: jetstream.ConsumerConfig{Durable: fmt.Sprintf("c%d", j), FilterSubject: fmt.Sprintf("s.%d.%d", i, j)}})
+		}
+	}
+	plans["many, past the buffer"] = many
 	for name, p := range plans {
 		got, err := PlanJSON(p)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+		if p == many && len(got) < 4*bufferSize {
+			t.Fatalf("%s: %d bytes, not past the writer's buffer of %d several times", name, len(got), bufferSize)
 		}
 		if want := whole(p); !bytes.Equal(got, want) {
 			t.Errorf("%s: element by element\n%s\nwhole\n%s", name, got, want)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -35,7 +36,17 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	if err := checked(p); err != nil {
 		return nil, err
 	}
-	w := planWriter{out: make([]byte, 0, planSizeHint(p))}
+	var out bytes.Buffer
+	out.Grow(planSizeHint(p))
+	if err := writePlan(&out, p); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// writePlan writes plan.json to w as it renders it, a checked plan's (PlanJSON).
+func writePlan(to io.Writer, p *compiler.Plan) error {
+	w := planWriter{to: to, out: make([]byte, 0, 2*bufferSize)}
 	w.enc = json.NewEncoder(&w.one)
 	// Subjects read as subjects: `>` rather than `\u003e`.
 	w.enc.SetEscapeHTML(false)
@@ -50,10 +61,8 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 	w.out = append(w.out, ",\n  \"tools\": "...)
 	w.list(len(p.Tools), func(i int) any { return &p.Tools[i] })
 	w.out = append(w.out, "\n}\n"...)
-	if w.err != nil {
-		return nil, fmt.Errorf("encode plan.json: %w", w.err)
-	}
-	return w.out, nil
+	w.flush(0)
+	return w.err
 }
 
 // planWriter writes plan.json as encoding the whole planFile and indenting it would, byte for
@@ -61,10 +70,25 @@ func PlanJSON(p *compiler.Plan) ([]byte, error) {
 // where it stands, straight into the file: the whole file encoded first and indented after took a
 // buffer as large as the file and a copy of every configuration, megabytes at 10,000 modules.
 type planWriter struct {
-	out []byte
+	to  io.Writer
+	out []byte // what is not yet written to to
 	one bytes.Buffer
 	enc *json.Encoder
 	err error
+}
+
+// flush writes what the file holds so far to w.to once it is over above bytes, so the buffer
+// never grows past about bufferSize and one element.
+func (w *planWriter) flush(above int) {
+	if len(w.out) <= above {
+		return
+	}
+	if w.err == nil {
+		if _, err := w.to.Write(w.out); err != nil {
+			w.err = err
+		}
+	}
+	w.out = w.out[:0]
 }
 
 // list writes a list of n elements, each as element(i) encodes, as a value in the file's object:
@@ -82,9 +106,10 @@ func (w *planWriter) list(n int, element func(i int) any) {
 		w.out = appendNewline(w.out, 2)
 		w.one.Reset()
 		if err := w.enc.Encode(element(i)); err != nil && w.err == nil {
-			w.err = err
+			w.err = fmt.Errorf("encode plan.json: %w", err)
 		}
 		w.out = indentJSONAt(w.out, bytes.TrimSuffix(w.one.Bytes(), []byte("\n")), 2)
+		w.flush(bufferSize)
 	}
 	w.out = appendNewline(w.out, 1)
 	w.out = append(w.out, ']')

@@ -1,9 +1,8 @@
 package emit
 
 import (
-	"runtime"
-	"runtime/debug"
-	"sync"
+	"bytes"
+	"io"
 
 	"github.com/meshc-dev/meshc/compiler"
 )
@@ -17,99 +16,65 @@ const (
 	ClaimsFile = "claims.json"
 )
 
-// Rendered is every golden file of one plan.
-type Rendered struct {
-	Accounts    []byte // AccountsFile
-	Plan        []byte // PlanFile
-	Permissions []byte // PermissionsFile
-	// Claims is ClaimsFile, in operator mode instead of Accounts.
-	Claims []byte
-}
-
-// Files are the golden files rendered, by name: accounts.conf, or in operator mode claims.json,
-// then plan.json and permissions.md.
-func (r Rendered) Files() []struct {
+// A Rendering is one golden file, rendered as it is written: at 10,000 modules the three are
+// 74 MB, and holding them whole before writing them cost more than rendering them, in memory
+// the system had to hand over page by page (BENCHMARKS.md, "Emit as it writes (2026-12-02)").
+type Rendering struct {
 	Name string
-	Data []byte
-} {
-	users := struct {
-		Name string
-		Data []byte
-	}{AccountsFile, r.Accounts}
-	if r.Claims != nil {
-		users.Name, users.Data = ClaimsFile, r.Claims
-	}
-	return []struct {
-		Name string
-		Data []byte
-	}{users, {PlanFile, r.Plan}, {PermissionsFile, r.Permissions}}
+	// WriteTo writes the file's bytes to w, the same bytes at every call. It only reads the
+	// plan, so the renderings of one plan may write at once.
+	WriteTo func(w io.Writer) error
 }
 
-// Retired is the golden file the other auth writes in place of this one's: accounts.conf in
-// operator mode, claims.json otherwise. One left behind by a switch of auth is stale: it
-// describes a bus the servers no longer run (accounts.conf, with every old hash), and meshc emit
-// removes it.
-func (r Rendered) Retired() string {
-	if r.Claims != nil {
-		return AccountsFile
-	}
-	return ClaimsFile
+// Bytes renders the file into memory.
+func (r Rendering) Bytes() ([]byte, error) {
+	var b bytes.Buffer
+	err := r.WriteTo(&b)
+	return b.Bytes(), err
 }
 
-// Render renders the three golden files of a plan at once: each only reads the plan, and on a
-// large mesh each takes a noticeable share of `meshc emit`, so they share the machine's cores.
+// Rendered is every golden file of one plan, its refusals decided: writing one fails only when
+// its writer does.
+type Rendered struct {
+	// Files are accounts.conf, or in operator mode claims.json, then plan.json and
+	// permissions.md.
+	Files []Rendering
+	// Retired is the golden file the other auth writes in place of this one's: accounts.conf in
+	// operator mode, claims.json otherwise. One left behind by a switch of auth is stale: it
+	// describes a bus the servers no longer run (accounts.conf, with every old hash), and meshc
+	// emit removes it.
+	Retired string
+}
+
+// Render checks a plan and makes its golden files ready to write. Every refusal (a user with
+// no hash, an account name the server cannot read, two streams of one name) is decided here,
+// before any file is written; claims.json, which signing code checks as it encodes, is encoded
+// here whole.
 func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {
-	// Checked here, before the renderings share the plan: checking sorts it.
 	if err := checked(p); err != nil {
 		return Rendered{}, err
 	}
-	defer pauseGC()()
-	var r Rendered
-	var accountsErr, planErr error
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if p.Operator != nil {
-			r.Claims, accountsErr = Claims(p, opts)
-		} else {
-			r.Accounts, accountsErr = Accounts(p, opts)
+	r := Rendered{Files: make([]Rendering, 0, 3)}
+	if p.Operator != nil {
+		claims, err := Claims(p, opts)
+		if err != nil {
+			return Rendered{}, err
 		}
-	})
-	wg.Go(func() { r.Plan, planErr = PlanJSON(p) })
-	r.Permissions = Permissions(p)
-	wg.Wait()
-	if accountsErr != nil {
-		return Rendered{}, accountsErr
+		r.Files = append(r.Files, Rendering{ClaimsFile, func(w io.Writer) error {
+			_, err := w.Write(claims)
+			return err
+		}})
+		r.Retired = AccountsFile
+	} else {
+		accounts, err := accountsWriter(p, opts)
+		if err != nil {
+			return Rendered{}, err
+		}
+		r.Files = append(r.Files, Rendering{AccountsFile, accounts})
+		r.Retired = ClaimsFile
 	}
-	if planErr != nil {
-		return Rendered{}, planErr
-	}
+	r.Files = append(r.Files,
+		Rendering{PlanFile, func(w io.Writer) error { return writePlan(w, p) }},
+		Rendering{PermissionsFile, func(w io.Writer) error { return writePermissions(w, p) }})
 	return r, nil
-}
-
-// pauseGC collects once and then stops the collector until the returned function is called,
-// the last of overlapping pauses resuming it. While the three renderings run, almost everything
-// on the heap is live (the plan they read, the bytes they write), so a collection marks it all
-// to free little; the one collection first frees what lint and the compiler left, so the heap
-// peaks no higher than with the collector running: without it, 27 % higher at 100,000 modules
-// (BENCHMARKS.md, "emit at 10,000 modules: where the time is (2026-12-02)").
-func pauseGC() (resume func()) {
-	paused.Lock()
-	defer paused.Unlock()
-	if paused.n == 0 {
-		runtime.GC()
-		paused.was = debug.SetGCPercent(-1)
-	}
-	paused.n++
-	return func() {
-		paused.Lock()
-		defer paused.Unlock()
-		if paused.n--; paused.n == 0 {
-			debug.SetGCPercent(paused.was)
-		}
-	}
-}
-
-var paused struct {
-	sync.Mutex
-	n, was int
 }

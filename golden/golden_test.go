@@ -1,8 +1,12 @@
 package golden
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +14,7 @@ import (
 
 func TestCheckAndWrite(t *testing.T) {
 	dir := t.TempDir()
-	files := []File{{"b.txt", []byte("one\ntwo\nthree\n")}, {"a.txt", []byte("alpha\n")}}
+	files := []File{Bytes("b.txt", []byte("one\ntwo\nthree\n")), Bytes("a.txt", []byte("alpha\n"))}
 
 	stale, err := Check(dir, files)
 	if err != nil {
@@ -44,7 +48,7 @@ func TestCheckAndWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	changed := []File{{"a.txt", []byte("alpha\n")}, {"b.txt", []byte("one\nTWO\nthree\n")}}
+	changed := []File{Bytes("a.txt", []byte("alpha\n")), Bytes("b.txt", []byte("one\nTWO\nthree\n"))}
 	wrote, err = Write(dir, changed)
 	if err != nil || len(wrote) != 1 || wrote[0] != "b.txt" {
 		t.Fatalf("Write of one changed file = %v, %v", wrote, err)
@@ -58,7 +62,7 @@ func TestCheckAndWrite(t *testing.T) {
 
 	// A stale file's diff is a unified diff showing exactly the changed line, its headers naming
 	// the golden file where it is (the directory's path and the file's), not the bare name.
-	stale, _ = Check(dir, []File{{"b.txt", []byte("one\n2\nthree\n")}})
+	stale, _ = Check(dir, []File{Bytes("b.txt", []byte("one\n2\nthree\n"))})
 	if len(stale) != 1 {
 		t.Fatalf("want one stale file, got %+v", stale)
 	}
@@ -77,7 +81,7 @@ func TestARetiredFileIsStaleUntilRemoved(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "accounts.conf"), []byte("accounts {}\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "README"), []byte("mine\n"), 0o644)
-	files := []File{{Name: "claims.json", Data: []byte("{}\n")}}
+	files := []File{Bytes("claims.json", []byte("{}\n"))}
 	if _, err := Write(dir, files); err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +104,96 @@ func TestARetiredFileIsStaleUntilRemoved(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README")); err != nil {
 		t.Fatal("a file neither rendered nor retired was touched")
+	}
+}
+
+// A file is compared as it is rendered, chunk by chunk: a committed file that differs in one
+// byte far into it, that ends early, that goes on after the rendering ends, or that is empty is
+// stale, and only the same bytes are current, rendered in writes of any size. Write rewrites
+// exactly the stale ones.
+func TestAFileIsComparedAsItIsRendered(t *testing.T) {
+	rendered := make([]byte, 300_000) // several of the comparison's reads
+	for i := range rendered {
+		rendered[i] = byte('a' + i%26)
+	}
+	oneByte := bytes.Clone(rendered)
+	oneByte[200_001] = '!'
+	committed := map[string][]byte{
+		"same":          rendered,
+		"one-byte":      oneByte,
+		"ends-early":    rendered[:len(rendered)-1],
+		"goes-on":       append(bytes.Clone(rendered), '\n'),
+		"empty":         {},
+		"first-differs": append([]byte{'!'}, rendered[1:]...),
+	}
+	dir := t.TempDir()
+	var files []File
+	for name, data := range committed {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Written in uneven pieces, as a renderer's buffer flushes: never aligned with the
+		// comparison's own reads.
+		files = append(files, File{Name: name, Render: func(w io.Writer) error {
+			for rest := rendered; len(rest) > 0; {
+				n := min(len(rest), 7919)
+				if _, err := w.Write(rest[:n]); err != nil {
+					return err
+				}
+				rest = rest[n:]
+			}
+			return nil
+		}})
+	}
+	stale, err := Check(dir, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range stale {
+		names = append(names, s.Name)
+		if s.Missing || s.Diff == "" {
+			t.Errorf("%s: stale without its diff: %+v", s.Name, s)
+		}
+	}
+	if want := []string{"empty", "ends-early", "first-differs", "goes-on", "one-byte"}; !slices.Equal(names, want) {
+		t.Fatalf("stale: %v, want %v", names, want)
+	}
+	wrote, err := Write(dir, files)
+	if err != nil || !slices.Equal(wrote, names) {
+		t.Fatalf("Write = %v, %v; want the stale ones, %v", wrote, err, names)
+	}
+	for name := range committed {
+		if got, _ := os.ReadFile(filepath.Join(dir, name)); !bytes.Equal(got, rendered) {
+			t.Errorf("%s after Write is not what was rendered", name)
+		}
+	}
+}
+
+// A rendering that fails is an error, not a stale file, and Write leaves the committed file
+// as it was: nothing half-rendered is renamed into place.
+func TestARenderingThatFailsWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "accounts.conf")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := errors.New("the plan cannot be encoded")
+	files := []File{{Name: "accounts.conf", Render: func(w io.Writer) error {
+		w.Write([]byte("new\n"))
+		return broken
+	}}}
+	if _, err := Check(dir, files); !errors.Is(err, broken) {
+		t.Errorf("Check = %v, want the rendering's error", err)
+	}
+	if _, err := Write(dir, files); !errors.Is(err, broken) {
+		t.Errorf("Write = %v, want the rendering's error", err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old\n" {
+		t.Errorf("after a failed rendering the file holds %q", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("a failed rendering left %d files behind", len(entries)-1)
 	}
 }

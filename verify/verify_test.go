@@ -162,8 +162,12 @@ func goldenFor(t *testing.T, isolation, auth string) (*compiler.Plan, string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, f := range r.Files() {
-		if err := os.WriteFile(filepath.Join(dir, f.Name), f.Data, 0o600); err != nil {
+	for _, f := range r.Files {
+		data, err := f.Bytes()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.Name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

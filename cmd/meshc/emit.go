@@ -167,8 +167,8 @@ func render(plan *compiler.Plan, opts emit.AccountsOptions) ([]golden.File, stri
 		return nil, "", err
 	}
 	var files []golden.File
-	for _, f := range r.Files() {
-		files = append(files, golden.File{Name: f.Name, Data: f.Data})
+	for _, f := range r.Files {
+		files = append(files, golden.File{Name: f.Name, Render: f.WriteTo})
 	}
-	return files, r.Retired(), nil
+	return files, r.Retired, nil
 }

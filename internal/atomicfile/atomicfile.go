@@ -4,6 +4,7 @@ package atomicfile
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +19,19 @@ func Write(path string, data []byte, mode fs.FileMode) error {
 // WriteOwned is Write giving the file an owner and group (-1 keeps the writer's), set on the
 // temporary file before the rename so the file is never seen with the wrong ones.
 func WriteOwned(path string, data []byte, mode fs.FileMode, uid, gid int) error {
+	return write(path, mode, uid, gid, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFrom is Write of what fill writes, as it writes it: a file of tens of megabytes never
+// held whole. Nothing is renamed into place unless fill returns nil.
+func WriteFrom(path string, mode fs.FileMode, fill func(io.Writer) error) error {
+	return write(path, mode, -1, -1, fill)
+}
+
+func write(path string, mode fs.FileMode, uid, gid int, fill func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
@@ -38,7 +52,7 @@ func WriteOwned(path string, data []byte, mode fs.FileMode, uid, gid int) error 
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if _, err := tmp.Write(data); err != nil {
+	if err := fill(tmp); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
