@@ -233,14 +233,14 @@ func readFile(src *ownFiles, rel string, emptyIsFine bool, findings *Findings, i
 		*findings = append(*findings, RuleYAML.At(Pos{File: rel, Line: y.line, Col: y.col}, "is not valid YAML: %s", y.msg))
 		return nil
 	}
-	f, refusal := src.open(rel)
+	f, size, refusal := src.open(rel)
 	if f == nil {
 		return fail(0, "%s", refusal)
 	}
 	defer f.Close()
 	var data []byte
-	if info, err := f.Stat(); err == nil && info.Size() <= MaxFileSize {
-		data = make([]byte, 0, info.Size()+1) // one read, no regrowth
+	if size <= MaxFileSize {
+		data = make([]byte, 0, size+1) // one read, no regrowth
 	}
 	data, err := readAll(io.LimitReader(f, MaxFileSize+1), data)
 	if err != nil {
