@@ -34,7 +34,7 @@ func (r Rendering) Bytes() ([]byte, error) {
 }
 
 // Rendered is every golden file of one plan, its refusals decided: writing one fails only when
-// its writer does.
+// its writer does (or encoding/json refuses a configuration, which no plan has made it do).
 type Rendered struct {
 	// Files are accounts.conf, or in operator mode claims.json, then plan.json and
 	// permissions.md.
@@ -48,9 +48,10 @@ type Rendered struct {
 
 // Render checks a plan and makes its golden files ready to write. Every refusal (a user with
 // no hash, an account name the server cannot read, two streams of one name) is decided here,
-// before any file is written; claims.json, which signing code checks as it encodes, is encoded
-// here whole.
+// before any file is written. claims.json is encoded here whole, before the others are
+// written: encoding an account's claims is where their refusals are found.
 func Render(p *compiler.Plan, opts AccountsOptions) (Rendered, error) {
+	// Checked here, before the renderings share the plan: checking sorts it.
 	if err := checked(p); err != nil {
 		return Rendered{}, err
 	}
