@@ -75,21 +75,32 @@ func Findings(ix *catalogue.Index) catalogue.Findings {
 func newCompilation(ix *catalogue.Index, findingsOnly bool) *compilation {
 	c := &compilation{ix: ix, findingsOnly: findingsOnly,
 		plan: &Plan{Account: ix.Catalogue.Mesh.Name.Value, NKeys: ix.Catalogue.Mesh.NKeys(), Operator: operatorKeys(ix.Catalogue), Catalogue: ix.Catalogue.Mesh.ID.Value}}
-	// Sized once: a consumer's configuration is hundreds of bytes, and growing a slice of
-	// thousands of them by doubling copies them over and over.
-	users, consumers := 1, 3+len(ix.Seats)
+	users, consumers := planSizes(ix)
+	c.plan.Users = make([]User, 0, users)
+	c.users = make(map[string]catalogue.Pos, users)
+	c.plan.Consumers = make([]Consumer, 0, consumers)
+	return c
+}
+
+// planSizes is how many users and consumers a plan of ix holds at most, so that each list is
+// made once: a user is hundreds of bytes and a consumer's configuration more, and growing a
+// list of hundreds of thousands by doubling copies them over and over.
+func planSizes(ix *catalogue.Index) (users, consumers int) {
+	users, consumers = 1, 3+len(ix.Seats)
 	if inv := ix.Catalogue.Inventory; inv != nil {
 		users += 2*len(inv.Nodes) + len(inv.People)
 		consumers += len(inv.Nodes)
 		for _, n := range inv.Nodes {
 			users += len(n.Runs)
 			consumers += len(n.Runs)
+			for _, r := range n.Runs {
+				if m := ix.Modules[r.Value]; m != nil && len(m.Tools) > 0 {
+					users++ // its serving user: left out, the list grew once more, by half
+				}
+			}
 		}
 	}
-	c.plan.Users = make([]User, 0, users)
-	c.users = make(map[string]catalogue.Pos, users)
-	c.plan.Consumers = make([]Consumer, 0, consumers)
-	return c
+	return users, consumers
 }
 
 func (c *compilation) compile() {
