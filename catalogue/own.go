@@ -70,9 +70,6 @@ func (o *ownFiles) open(rel string) (f io.ReadCloser, size int64, refusal string
 	for try := 1; ; try++ {
 		f, size, refusal, replaced := o.openLink(p)
 		if !replaced || try == openTries {
-			if f == nil {
-				return nil, 0, refusal // not a nil *os.File in an interface
-			}
 			return f, size, refusal
 		}
 	}
@@ -137,7 +134,7 @@ var betweenLookAndOpen func(real string)
 // openLink is one look and one open of what open could not open as a file itself: a link, or
 // something to refuse with its reason. replaced says the file that was opened is another
 // regular file than the one looked at, which a new try may read whole.
-func (o *ownFiles) openLink(p string) (f *os.File, size int64, refusal string, replaced bool) {
+func (o *ownFiles) openLink(p string) (f io.ReadCloser, size int64, refusal string, replaced bool) {
 	// A file that is not a symlink is where its directory really is: only the directory's real
 	// path needs resolving, once. A symlink is resolved whole.
 	info, err := os.Lstat(p)
@@ -169,16 +166,16 @@ func (o *ownFiles) openLink(p string) (f *os.File, size int64, refusal string, r
 	if betweenLookAndOpen != nil {
 		betweenLookAndOpen(real)
 	}
-	f, err = os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	file, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, 0, "cannot be read: " + plainError(err), false
 	}
-	opened, err := f.Stat()
+	opened, err := file.Stat()
 	if err != nil || !opened.Mode().IsRegular() || !os.SameFile(info, opened) {
-		f.Close()
+		file.Close()
 		return nil, 0, "changed while it was being opened, so it is not read; run meshc again", err == nil && opened.Mode().IsRegular()
 	}
-	return f, opened.Size(), "", false
+	return file, opened.Size(), "", false
 }
 
 // realDir is filepath.EvalSymlinks of a directory, resolved once per load.

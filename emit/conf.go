@@ -373,15 +373,21 @@ func writeList(b *bufio.Writer, key string, subjects []string) {
 // parse. Control characters, DEL and bytes that are not UTF-8 go as \xHH, which the lexer turns
 // back into the same byte; a raw NUL would end the file early.
 func confQuote(s string) string {
-	var out strings.Builder
-	b := bufio.NewWriter(&out)
-	writeQuoted(b, s)
-	b.Flush()
-	return out.String()
+	var b bytes.Buffer
+	writeQuoted(&b, s)
+	return b.String()
+}
+
+// textWriter is what the renderers write into: a file's buffer (*bufio.Writer), or a
+// bytes.Buffer for a piece put together first.
+type textWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
 }
 
 // writeQuoted writes confQuote(s) into b.
-func writeQuoted(b *bufio.Writer, s string) {
+func writeQuoted(b textWriter, s string) {
 	b.WriteByte('"')
 	for i := 0; i < len(s); {
 		// What needs no escape goes in one write: nearly every subject is all of it, and a

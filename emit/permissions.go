@@ -41,7 +41,7 @@ func writePermissions(w io.Writer, p *compiler.Plan) error {
 	b.WriteString("| user | kind | may | subject |\n| --- | --- | --- | --- |\n")
 	// Each kind's cell once: there are a handful of kinds and tens of thousands of users.
 	kinds := map[compiler.UserKind]string{}
-	var prefix []byte
+	var prefix bytes.Buffer
 	for _, u := range p.Users {
 		// The user's two cells once, then one write per row: tens of thousands of rows at 10,000
 		// modules, where formatting each through fmt was the review's whole cost.
@@ -50,15 +50,16 @@ func writePermissions(w io.Writer, p *compiler.Plan) error {
 			kind = cell(string(u.Kind))
 			kinds[u.Kind] = kind
 		}
-		prefix = append(prefix[:0], "| "...)
-		prefix = appendCode(prefix, u.Name)
-		prefix = append(prefix, " | "...)
-		prefix = append(prefix, kind...)
-		prefix = append(prefix, " | "...)
+		prefix.Reset()
+		prefix.WriteString("| ")
+		writeCode(&prefix, u.Name)
+		prefix.WriteString(" | ")
+		prefix.WriteString(kind)
+		prefix.WriteString(" | ")
 		// A row writes its code spans straight into the file: a string per row was most of
 		// what the review allocated.
 		start := func(may string) {
-			b.Write(prefix)
+			b.Write(prefix.Bytes())
 			b.WriteString(may)
 			b.WriteString(" | ")
 		}
@@ -296,7 +297,7 @@ func code(s string) string {
 
 // writeCode writes code(s) into b without making a string of it first, for the rows an isolated
 // mesh has by the hundred thousand.
-func writeCode(b *bufio.Writer, s string) {
+func writeCode(b textWriter, s string) {
 	if s == "" || !plainASCII(s) {
 		b.WriteString(code(s))
 		return
@@ -304,16 +305,6 @@ func writeCode(b *bufio.Writer, s string) {
 	b.WriteByte('`')
 	b.WriteString(s)
 	b.WriteByte('`')
-}
-
-// appendCode is writeCode appending to dst.
-func appendCode(dst []byte, s string) []byte {
-	if s == "" || !plainASCII(s) {
-		return append(dst, code(s)...)
-	}
-	dst = append(dst, '`')
-	dst = append(dst, s...)
-	return append(dst, '`')
 }
 
 // cell is plain text made safe for one table cell.

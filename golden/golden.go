@@ -167,7 +167,7 @@ func matches(path string, render func(io.Writer) error) (current, missing bool, 
 		return false, false, fmt.Errorf("reading golden file %s: %w", path, err)
 	}
 	defer committed.Close()
-	c := comparison{committed: committed}
+	c := comparison{committed: committed, scratch: make([]byte, 64<<10)}
 	err = render(&c)
 	if c.differs {
 		return false, false, nil
@@ -207,9 +207,6 @@ func (c *comparison) Write(p []byte) (int, error) {
 	}
 	if c.err != nil {
 		return 0, c.err
-	}
-	if c.scratch == nil {
-		c.scratch = make([]byte, 64<<10)
 	}
 	for written := 0; written < len(p); {
 		want := p[written:min(len(p), written+len(c.scratch))]

@@ -317,11 +317,11 @@ func (s *soak) apply(flags []string, faulted bool) (int, string) {
 }
 
 // consumersChanged keeps what an apply said it does to each consumer, counts the replaces of one
-// that exited 0, and ends the life of each
-// it deletes: --prune lets a consumer's position go (docs/commands.md, the data-loss flags), so
-// one made again later under the same name is a new consumer, which delivers from its own start
-// what the old one acknowledged. The plan is printed before the first write, so an apply killed
-// before it deleted nothing; one that says nothing was changed did not either.
+// that exited 0, and ends the life of each consumer it deletes: --prune lets a consumer's
+// position go (docs/commands.md, the data-loss flags), so one made again later under the same
+// name is a new consumer, which delivers from its own start what the old one acknowledged. The
+// plan is printed before the first write, so an apply killed before it deleted nothing; one that
+// says nothing was changed did not either.
 func (s *soak) consumersChanged(code int, out string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
