@@ -1,0 +1,68 @@
+package principal
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/meshc-dev/meshc/internal/natsproc"
+)
+
+// A server that answers a pull late is not a consumer with nothing left: Drains, started while
+// the server process is paused for longer than FetchNoWait waits for an answer (a second), still
+// takes every stored message once the server answers. Read as drained, the empty batch made
+// `meshc verify` fail a correct plan on a busy CI machine.
+func TestADrainOutlastsAServerThatAnswersLate(t *testing.T) {
+	s := natsproc.Alone(t, "")
+	nc, err := nats.Connect(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "reader", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	const stored = 5
+	for i := range stored {
+		if _, err := js.Publish(ctx, "orders.eu", fmt.Appendf(nil, "order %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader, err := Connect(s.URL(), "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	// The first pull meets a paused server, which answers it two and a half seconds on.
+	pulls := 0
+	beforePull = func() {
+		if pulls++; pulls == 1 {
+			s.Pause()
+			time.AfterFunc(2500*time.Millisecond, s.Resume)
+		}
+	}
+	t.Cleanup(func() { beforePull = nil })
+	defer s.Resume()
+	drainCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	got, err := reader.Drains(drainCtx, "ORDERS", "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got["orders.eu"]); n != stored {
+		t.Fatalf("drained %d of the %d stored messages: an answer that came late was taken for none", n, stored)
+	}
+}
