@@ -373,11 +373,17 @@ func AckTwice(ctx context.Context, m jetstream.Msg) error {
 	return nil
 }
 
-// Drains reads everything a pull consumer holds, as its owner, until a pull that waits for
-// nothing finds nothing; it returns the bodies it read, by subject, and then requires nothing
+// Drains reads everything a pull consumer holds, as its owner, until the consumer says nothing
+// is left to deliver; it returns the bodies it read, by subject, and then requires nothing
 // awaiting an ack. The first delivery of each batch is acknowledged twice, `+WPI` then `+ACK`
 // waiting for the server's confirmation (what proves the ack grant: AckTwice), the rest once
 // without waiting, which the settling then confirms.
+//
+// Each pull asks for exactly what the consumer reports pending and waits up to Wait for it. A
+// pull that asks for nothing more than is there (FetchNoWait) gives up on its answer after a
+// second; on a busy machine the server then delivered into the abandoned pull, and those
+// messages waited out their ack wait, unread: `meshc verify` reported an ack refused, or a
+// consumer's filters narrower than the manifests.
 func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string][]string, error) {
 	cons, err := c.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
@@ -385,10 +391,17 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 	}
 	read := map[string][]string{}
 	for {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s reading its consumer %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
+		}
+		if info.NumPending == 0 {
+			break
+		}
 		if beforePull != nil {
 			beforePull()
 		}
-		batch, err := cons.FetchNoWait(256)
+		batch, err := cons.Fetch(pullSize(info), jetstream.FetchMaxWait(Wait))
 		if err != nil {
 			return nil, fmt.Errorf("%s pulling %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 		}
@@ -409,17 +422,7 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 			return nil, fmt.Errorf("%s pulling %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 		}
 		if n == 0 {
-			// An empty batch is the server saying nothing is left, or the client giving up on
-			// its answer after a second (FetchNoWait's own guard) on a busy machine: only what
-			// the consumer has not delivered tells the two apart. Read as drained, the second
-			// made `meshc verify` report a consumer's filters narrower than the manifests.
-			info, err := cons.Info(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("%s reading its consumer %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
-			}
-			if info.NumPending == 0 {
-				break
-			}
+			return nil, fmt.Errorf("%s pulling %s/%s: nothing came within %s, though the consumer reported %d pending (violations: %v)", c.User, stream, consumer, Wait, info.NumPending, c.Seen())
 		}
 	}
 	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
@@ -429,6 +432,16 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 		return nil, err
 	}
 	return read, nil
+}
+
+// pullSize is one pull's batch: what the consumer reports pending, at most a page of 256 and
+// never more than the consumer lets one request ask for (a larger one is refused, 409).
+func pullSize(info *jetstream.ConsumerInfo) int {
+	n := min(info.NumPending, 256)
+	if m := info.Config.MaxRequestBatch; m > 0 {
+		n = min(n, uint64(m))
+	}
+	return int(n)
 }
 
 // beforePull, when set, runs before each of Drains' pulls: the tests' way to make the server
