@@ -446,7 +446,10 @@ func startCatalogue(t *testing.T, cat *catalogue.Catalogue, loaded catalogue.Fin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	running, _, err := up.Start(ctx, plan, up.Options{State: t.TempDir(), ServerConf: serverConf, NKeys: true})
+	state := t.TempDir()
+	started := shareCredentials(t, state, plan)
+	running, _, err := up.Start(ctx, plan, up.Options{State: state, ServerConf: serverConf, NKeys: true})
+	started()
 	if err != nil {
 		t.Fatalf("running the catalogue as meshc up does: %v", err)
 	}
