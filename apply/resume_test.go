@@ -148,8 +148,10 @@ func TestAReplaceStoppedAfterTheDeleteResumesOnTheRerun(t *testing.T) {
 			}
 		}
 	}
-	if c := findChange(t, change.Diff(live, plan, change.DiffOptions{}), change.KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy || len(c.Notes) != 0 {
-		t.Fatalf("without a recorded point the consumer would start at %v", c.ConsumerConfig.DeliverPolicy)
+	// And the plan says so: a new consumer on a stream that holds messages delivers them all.
+	if c := findChange(t, change.Diff(live, plan, change.DiffOptions{}), change.KindConsumer, compiler.EventsStream, consumer); c.ConsumerConfig.DeliverPolicy != jetstream.DeliverAllPolicy ||
+		len(c.Notes) != 1 || !strings.Contains(c.Notes[0], "it delivers every one its filters match") {
+		t.Fatalf("without a recorded point the consumer would start at %v, said so: %q", c.ConsumerConfig.DeliverPolicy, c.Notes)
 	}
 
 	rerunResumes(t, b, consumer, plan)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/meshc-dev/meshc/compiler"
 )
 
@@ -212,6 +214,8 @@ func (d *diffing) plannedConsumers() {
 				c.ResumeRecorded = true
 				c.Notes = append(c.Notes, fmt.Sprintf("consumer %s on %s resumes at %s, recorded on its stream before an earlier apply deleted it to replace it and stopped: nothing it acknowledged is delivered again",
 					name, pc.Stream, r.describe()))
+			} else if note := deliversWhatIsHeld(live.Stream(pc.Stream), want); note != "" {
+				c.Notes = append(c.Notes, note)
 			}
 		case lc.Unavailable != "":
 			c.Action, c.ConsumerConfig, c.Unreadable = NoOp, nil, true
@@ -280,12 +284,32 @@ func (d *diffing) strayConsumers() {
 			case !d.wantStreams[ls.Name] && !d.opts.Prune:
 				// Its stream is already counted as left alone.
 			case d.opts.Prune:
-				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name})
+				d.cs.Items = append(d.cs.Items, Change{Action: Delete, Kind: KindConsumer, Stream: ls.Name, Consumer: lc.Name,
+					Notes: []string{positionLost(ls.Name, lc)}})
 			default:
 				d.strayConsumerNames = append(d.strayConsumerNames, ls.Name+"/"+lc.Name)
 			}
 		}
 	}
+}
+
+// deliversWhatIsHeld says, of a consumer made on a stream that already holds messages and
+// delivering from its start, that it delivers them all: the same name pruned in one pull request
+// and declared again in another looks like a new consumer in each review, yet its module
+// receives again everything it once acknowledged (the soak's "redeliveries" were this). "" when
+// there is nothing to say.
+func deliversWhatIsHeld(ls *Stream, want jetstream.ConsumerConfig) string {
+	if ls == nil || ls.Messages == 0 || want.DeliverPolicy != jetstream.DeliverAllPolicy {
+		return ""
+	}
+	return fmt.Sprintf("consumer %s is new on %s, which holds %d messages: it delivers every one its filters match (deliver policy all), including any an earlier consumer of that name acknowledged",
+		compiler.ConsumerName(want), ls.Name, ls.Messages)
+}
+
+// positionLost says what pruning a consumer loses: where its module had read to.
+func positionLost(stream string, lc Consumer) string {
+	return fmt.Sprintf("consumer %s on %s is deleted with its position (acknowledged up to stream sequence %d): made again later, it starts over from its deliver policy, and delivers again what %s still holds",
+		lc.Name, stream, lc.AckFloor, stream)
 }
 
 // parkedNote says a stream is parked, for a plan that finds one.
