@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/meshc-dev/meshc/internal/atomicfile"
 	"github.com/meshc-dev/meshc/internal/filelock"
@@ -63,6 +65,30 @@ func MintNKey() (seed, public string, err error) {
 	}
 	public, err = kp.PublicKey()
 	return string(s), public, err
+}
+
+// Minted is one credential MintEach minted: the secret its holder is given (a password or an
+// nkey seed) and what credentials.yaml records of it (a bcrypt hash or a public key).
+type Minted struct{ Secret, Record string }
+
+// MintEach mints n credentials with mint (MintPassword or MintNKey), in order, on every core. A
+// password is a bcrypt hash, about 4 ms at MintCost, and a catalogue of 10,000 modules has some
+// 25,000 users: `meshc mint --missing` of one took 102 s on one core.
+func MintEach(n int, mint func() (secret, record string, err error)) ([]Minted, error) {
+	out := make([]Minted, n)
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range out {
+		g.Go(func() error {
+			secret, record, err := mint()
+			out[i] = Minted{secret, record}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RecordHashes records bcrypt hashes in dir's credentials.yaml: EditCredentials, Record, done.

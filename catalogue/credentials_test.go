@@ -1,6 +1,7 @@
 package catalogue_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -205,5 +206,40 @@ func TestRemoveDeletesOneLine(t *testing.T) {
 	}
 	if removed, err := e.Remove([]string{"person.bob"}); err != nil || removed != nil {
 		t.Errorf("removing again: %v %v", removed, err)
+	}
+}
+
+// MintEach mints on every core, and each credential it returns is the pair one mint made: a
+// password with its own hash, in order, none twice; a failed mint fails it all.
+func TestMintEachPairsEverySecretWithItsRecord(t *testing.T) {
+	minted, err := catalogue.MintEach(40, catalogue.MintPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(minted) != 40 {
+		t.Fatalf("minted %d of 40", len(minted))
+	}
+	seen := map[string]bool{}
+	for i, m := range minted {
+		if err := bcrypt.CompareHashAndPassword([]byte(m.Record), []byte(m.Secret)); err != nil {
+			t.Fatalf("credential %d: its hash is not its password's: %v", i, err)
+		}
+		if seen[m.Secret] {
+			t.Fatalf("credential %d repeats a password", i)
+		}
+		seen[m.Secret] = true
+	}
+	calls := 0
+	var mu sync.Mutex
+	failing := func() (string, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if calls++; calls == 7 {
+			return "", "", errors.New("no entropy")
+		}
+		return "s", "r", nil
+	}
+	if _, err := catalogue.MintEach(20, failing); err == nil || err.Error() != "no entropy" {
+		t.Fatalf("a failed mint was not said: %v", err)
 	}
 }

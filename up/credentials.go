@@ -28,17 +28,22 @@ func developmentCredentials(stateDir string, plan *compiler.Plan, nkeys bool) (m
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	minted := false
+	var missing []string
 	for _, u := range plan.Users {
-		c, ok := creds[u.Name]
-		if !ok {
-			pw, hash, err := catalogue.MintPassword()
-			if err != nil {
-				return nil, err
-			}
-			c = devCredential{Password: pw, Hash: hash}
-			minted = true
+		if _, ok := creds[u.Name]; !ok {
+			missing = append(missing, u.Name)
 		}
+	}
+	passwords, err := catalogue.MintEach(len(missing), catalogue.MintPassword)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range missing {
+		creds[name] = devCredential{Password: passwords[i].Secret, Hash: passwords[i].Record}
+	}
+	minted := len(missing) > 0
+	for _, u := range plan.Users {
+		c := creds[u.Name]
 		if nkeys && c.Seed == "" {
 			seed, public, err := catalogue.MintNKey()
 			if err != nil {

@@ -156,14 +156,14 @@ func runMint(inv *invocation, args []string) int {
 	if plan.NKeys {
 		mintOne, secrets, records = catalogue.MintNKey, "seeds", "public key(s)"
 	}
-	for _, u := range users {
-		pw, hash, err := mintOne()
-		if err != nil {
-			fmt.Fprintf(stderr, "meshc mint: minting %s: %v\n", u, err)
-			return exitCantRun
-		}
-		hashes[u] = hash
-		fmt.Fprintf(&printed, "%s %s\n", u, pw)
+	minted, err := catalogue.MintEach(len(users), mintOne)
+	if err != nil {
+		fmt.Fprintf(stderr, "meshc mint: minting: %v\n", err)
+		return exitCantRun
+	}
+	for i, u := range users {
+		hashes[u] = minted[i].Record
+		fmt.Fprintf(&printed, "%s %s\n", u, minted[i].Secret)
 	}
 	// Printed before anything is recorded: a hash recorded for a password nobody saw (stdout a
 	// full disk, a closed pipe) would replace a working credential with one nobody has. The
