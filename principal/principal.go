@@ -380,10 +380,10 @@ func AckTwice(ctx context.Context, m jetstream.Msg) error {
 // without waiting, which the settling then confirms.
 //
 // Each pull asks for exactly what the consumer reports pending and waits up to Wait for it. A
-// pull that asks for nothing more than is there (FetchNoWait) gives up on its answer after a
-// second; on a busy machine the server then delivered into the abandoned pull, and those
-// messages waited out their ack wait, unread: `meshc verify` reported an ack refused, or a
-// consumer's filters narrower than the manifests.
+// pull that waits for nothing (FetchNoWait) still gives up on its answer after a second; on a
+// busy machine the server then delivered into the abandoned pull, and those messages waited out
+// their ack wait, unread: `meshc verify` reported an ack refused, or a consumer's filters
+// narrower than the manifests.
 func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string][]string, error) {
 	cons, err := c.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
