@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/meshc-dev/meshc/internal/natsproc"
+	"github.com/meshc-dev/meshc/internal/natstest"
 )
 
 // A server that answers a pull late is not a consumer with nothing left: Drains, started while
@@ -20,15 +20,7 @@ import (
 // ack wait unread (this test failed so, once, under load).
 func TestADrainOutlastsAServerThatAnswersLate(t *testing.T) {
 	s := natsproc.Alone(t, "")
-	nc, err := nats.Connect(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, s.URL())
 	ctx := context.Background()
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}})
 	if err != nil {

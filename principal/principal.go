@@ -379,11 +379,11 @@ func AckTwice(ctx context.Context, m jetstream.Msg) error {
 // waiting for the server's confirmation (what proves the ack grant: AckTwice), the rest once
 // without waiting, which the settling then confirms.
 //
-// Each pull asks for exactly what the consumer reports pending and waits up to Wait for it. A
-// pull that waits for nothing (FetchNoWait) still gives up on its answer after a second; on a
-// busy machine the server then delivered into the abandoned pull, and those messages waited out
-// their ack wait, unread: `meshc verify` reported an ack refused, or a consumer's filters
-// narrower than the manifests.
+// Each pull asks for exactly what the consumer reports pending (at most 256) and waits up to
+// Wait for it. A pull that waits for nothing (FetchNoWait) still gives up on its answer after a
+// second; on a busy machine the server then delivered into the abandoned pull, and those
+// messages waited out their ack wait, unread: `meshc verify` reported an ack refused, or a
+// consumer's filters narrower than the manifests.
 func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string][]string, error) {
 	cons, err := c.JS.Consumer(ctx, stream, consumer)
 	if err != nil {
@@ -401,7 +401,7 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 		if beforePull != nil {
 			beforePull()
 		}
-		batch, err := cons.Fetch(pullSize(info), jetstream.FetchMaxWait(Wait))
+		batch, err := cons.Fetch(int(min(info.NumPending, 256)), jetstream.FetchMaxWait(Wait))
 		if err != nil {
 			return nil, fmt.Errorf("%s pulling %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 		}
@@ -422,7 +422,7 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 			return nil, fmt.Errorf("%s pulling %s/%s: %v (violations: %v)", c.User, stream, consumer, err, c.Seen())
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("%s pulling %s/%s: nothing came within %s, though the consumer reported %d pending (violations: %v)", c.User, stream, consumer, Wait, info.NumPending, c.Seen())
+			return nil, fmt.Errorf("%s pulling %s/%s: nothing came within %s, though the consumer reported %d pending (violations: %v); the server is too slow to answer, or something else read the consumer meanwhile: run it again when the server is idle", c.User, stream, consumer, Wait, info.NumPending, c.Seen())
 		}
 	}
 	if err := c.NC.FlushTimeout(30 * time.Second); err != nil {
@@ -432,16 +432,6 @@ func (c *Conn) Drains(ctx context.Context, stream, consumer string) (map[string]
 		return nil, err
 	}
 	return read, nil
-}
-
-// pullSize is one pull's batch: what the consumer reports pending, at most a page of 256 and
-// never more than the consumer lets one request ask for (a larger one is refused, 409).
-func pullSize(info *jetstream.ConsumerInfo) int {
-	n := min(info.NumPending, 256)
-	if m := info.Config.MaxRequestBatch; m > 0 {
-		n = min(n, uint64(m))
-	}
-	return int(n)
 }
 
 // beforePull, when set, runs before each of Drains' pulls: the tests' way to make the server

@@ -158,7 +158,7 @@ func runMint(inv *invocation, args []string) int {
 	}
 	minted, err := catalogue.MintEach(len(users), mintOne)
 	if err != nil {
-		fmt.Fprintf(stderr, "meshc mint: minting: %v\n", err)
+		fmt.Fprintf(stderr, "meshc mint: minting: %v; nothing was printed or recorded, so mint again\n", err)
 		return exitCantRun
 	}
 	for i, u := range users {
